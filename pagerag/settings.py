@@ -31,6 +31,12 @@ class ChunkSettings(_Section):
         description="Hard cap in embedder word pieces; a passage never exceeds it whatever `tokens` is, "
         "so nothing is silently truncated when embedded (all-MiniLM-L6-v2 reads 256).",
     )
+    max_file_mb: float = Field(
+        100.0, gt=0, description="Input files larger than this (MB) are refused before being read."
+    )
+    max_line_chars: int = Field(
+        1_000_000, ge=1000, description="Input files with a single line longer than this (characters) are refused."
+    )
 
 
 class EmbedSettings(_Section):
@@ -241,3 +247,8 @@ def describe_settings(settings: Settings) -> list[tuple[str, Any, str]]:
         else:
             rows.append((name, value, info.description or ""))
     return rows
+
+
+def pipeline_description(name: str) -> str:
+    path = resource_dir("pipelines") / f"{name}.toml"
+    return str(_read_toml(path, "pipeline preset").get("description", ""))

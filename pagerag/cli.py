@@ -1,0 +1,181 @@
+"""The `pagerag` command line. Heavy imports happen inside commands so `pagerag --help` is fast.
+
+Errors a user can act on (PageRAGError) print as one line on stderr with a non-zero exit; so does
+anything unexpected (set PAGERAG_DEBUG=1 to see the traceback).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from .errors import PageRAGError
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    help="PAGE-RAG: ask questions of whole books; answers with citations, or refuses and says why.",
+)
+config_app = typer.Typer(no_args_is_help=True, help="Show the effective configuration.")
+app.add_typer(config_app, name="config")
+
+RepoOption = typer.Option(..., "--repo", "-r", help="Repository directory.")
+PipelineOption = typer.Option(None, "--pipeline", "-p", help="Pipeline preset (pipelines/<name>.toml); default full.")
+ConfigOption = typer.Option(None, "--config", help="A pagerag.toml file (default: ./pagerag.toml if present).")
+SetOption = typer.Option(None, "--set", help="Override a setting: section.field=value (repeatable).")
+
+
+def _settings(pipeline: Optional[str], config: Optional[Path], sets: Optional[List[str]], extra: dict | None = None):
+    from .settings import load_settings, overrides_from_pairs
+
+    overrides = overrides_from_pairs(sets or [])
+    for section, values in (extra or {}).items():
+        overrides.setdefault(section, {}).update({k: v for k, v in values.items() if v is not None})
+    return load_settings(pipeline=pipeline, config_file=config, overrides=overrides)
+
+
+def _print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+@app.command()
+def build(
+    paths: List[Path] = typer.Argument(..., help="Text/Markdown files or folders of them."),
+    repo: Path = RepoOption,
+    pipeline: Optional[str] = PipelineOption,
+    extractor: Optional[str] = typer.Option(None, "--extractor", help="Graph extractor: nlp (spaCy, default) or llm."),
+    config: Optional[Path] = ConfigOption,
+    set_: Optional[List[str]] = SetOption,
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+):
+    """Build a repository: passages, governed graph, communities, provenance; published atomically."""
+    from .build import build_repository
+
+    settings = _settings(pipeline, config, set_, {"extract": {"extractor": extractor}})
+    report = build_repository(paths, repo, settings, show_progress=not quiet)
+    stats = report.manifest["stats"]
+    resumed = f" (resumed: {', '.join(report.resumed_stages)} from cache)" if report.resumed_stages else ""
+    typer.echo(
+        f"built {repo}: {stats['passages']} passages, {stats['entities']} entities, {stats['relations']} relations, "
+        f"{stats['communities']} communities from {stats['words']:,} words in {stats['build_seconds']:.1f}s, "
+        f"{stats['build_tokens']} LLM tokens{resumed}"
+    )
+
+
+INSPECT_KEYS = ["passages", "entities_raw", "entities", "relations_raw", "relations", "communities_raw",
+                "communities", "isolated_raw", "isolated", "build_seconds", "build_tokens", "words"]
+
+
+@app.command()
+def inspect(repo: Path = RepoOption, as_json: bool = typer.Option(False, "--json", help="Print JSON.")):
+    """Print a repository's statistics (raw vs governed graph, build cost)."""
+    from .repository import Repository
+
+    repository = Repository.open(repo)
+    stats = repository.stats()
+    if as_json:
+        _print_json({key: stats.get(key) for key in INSPECT_KEYS})
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{repo}")
+    table.add_column("")
+    table.add_column("raw", justify="right")
+    table.add_column("governed", justify="right")
+    for name in ("entities", "relations", "communities", "isolated"):
+        table.add_row(name, str(stats.get(f"{name}_raw")), str(stats.get(name)))
+    table.add_row("passages", "", str(stats.get("passages")))
+    table.add_row("words", "", f"{stats.get('words', 0):,}")
+    table.add_row("build seconds", "", str(stats.get("build_seconds")))
+    table.add_row("build LLM tokens", "", str(stats.get("build_tokens")))
+    Console().print(table)
+    stages = repository.manifest.get("stage_seconds", {})
+    if stages:
+        typer.echo("stage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
+
+
+@app.command()
+def export(
+    repo: Path = RepoOption,
+    graphml: Path = typer.Option(..., "--graphml", help="Write the governed graph as GraphML here."),
+    raw: bool = typer.Option(False, "--raw", help="Export the raw (ungoverned) graph instead."),
+):
+    """Export the graph for Gephi or networkx."""
+    from .graph.export import write_graphml
+    from .repository import Repository
+
+    repository = Repository.open(repo)
+    count = write_graphml(repository.graph("raw" if raw else "governed"), graphml)
+    typer.echo(f"wrote {graphml}: {count['nodes']} nodes, {count['edges']} edges")
+
+
+@config_app.command("show")
+def config_show(
+    pipeline: Optional[str] = PipelineOption,
+    config: Optional[Path] = ConfigOption,
+    set_: Optional[List[str]] = SetOption,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+):
+    """Print the effective settings with their help text."""
+    from .settings import describe_settings
+
+    settings = _settings(pipeline, config, set_)
+    if as_json:
+        _print_json(settings.model_dump())
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"effective settings (pipeline: {settings.pipeline})", show_lines=False)
+    for column in ("setting", "value", "help"):
+        table.add_column(column, overflow="fold")
+    for name, value, help_text in describe_settings(settings):
+        table.add_row(name, json.dumps(value), help_text)
+    Console().print(table)
+
+
+@config_app.command("pipelines")
+def config_pipelines():
+    """List the pipeline presets."""
+    from .settings import available_pipelines, pipeline_description
+
+    for name in available_pipelines():
+        typer.echo(f"{name:<24} {pipeline_description(name)}")
+
+
+def main() -> None:
+    """Entry point: run the app, turning errors into one clear line and an exit code."""
+    debug = os.environ.get("PAGERAG_DEBUG") == "1"
+    try:
+        app(standalone_mode=False)
+    except PageRAGError as exc:
+        _fail(f"error: {exc}", exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted: nothing was published; any previous repository is intact", 130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click's usage errors and anything unexpected
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            _fail("aborted", 130)
+        if debug:
+            raise
+        _fail(f"error: {exc.__class__.__name__}: {exc} (set PAGERAG_DEBUG=1 for details)", 1)
+
+
+def _fail(message: str, code: int) -> None:
+    sys.stderr.write(message.splitlines()[0] if message else "error" )
+    sys.stderr.write("\n")
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Table storage behind a small Protocol, with a registry so a new backend is one file.
+
+The default backend is LanceDB, embedded on disk: passages with their vectors, and the graph
+tables (entities, relations, communities; governed and raw).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+
+class TableStore(Protocol):
+    def write(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None: ...
+    def read(self, name: str) -> list[dict[str, Any]]: ...
+    def search(self, name: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]: ...
+    def vectors(self, name: str) -> np.ndarray: ...
+    def tables(self) -> list[str]: ...
+
+
+_STORES: dict[str, Callable[[Path], TableStore]] = {}
+
+
+def register_store(name: str, factory: Callable[[Path], TableStore]) -> None:
+    _STORES[name] = factory
+
+
+def open_store(name: str, path: Path) -> TableStore:
+    if name not in _STORES:
+        raise KeyError(f"unknown table store '{name}' (known: {', '.join(sorted(_STORES))})")
+    return _STORES[name](path)
+
+
+# Columns that hold nested lists of mixed types are kept as JSON text: Arrow wants one type.
+_JSON_COLUMNS = {"evidence"}
+
+
+class LanceStore:
+    """LanceDB tables in one directory. Every row keeps its position as `row` (int)."""
+
+    def __init__(self, path: Path):
+        import os
+
+        # lance logs WARN lines from Rust straight to the terminal; users should not see them.
+        os.environ.setdefault("LANCE_LOG", "error")
+        os.environ.setdefault("LANCEDB_LOG", "error")
+        import lancedb
+
+        self.path = Path(path)
+        self._db = lancedb.connect(str(self.path))
+
+    def write(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None:
+        import pyarrow as pa
+
+        columns: dict[str, Any] = {"row": list(range(len(rows)))}
+        keys = list(rows[0].keys()) if rows else []
+        for key in keys:
+            values = [r[key] for r in rows]
+            columns[key] = [json.dumps(v) for v in values] if key in _JSON_COLUMNS else values
+        table = pa.table(columns) if rows else pa.table({"row": pa.array([], pa.int64())})
+        if vectors is not None and len(rows):
+            flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
+            table = table.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1]))
+        self._db.create_table(name, data=table, mode="overwrite")
+
+    def read(self, name: str) -> list[dict[str, Any]]:
+        table = self._db.open_table(name).to_arrow()
+        if "vector" in table.column_names:
+            table = table.drop_columns(["vector"])
+        rows = table.sort_by("row").to_pylist()
+        for row in rows:
+            row.pop("row", None)
+            for key in _JSON_COLUMNS & row.keys():
+                row[key] = json.loads(row[key])
+        return rows
+
+    def vectors(self, name: str) -> np.ndarray:
+        table = self._db.open_table(name).to_arrow().sort_by("row")
+        column = table.column("vector").combine_chunks()
+        return np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(table), -1)
+
+    def search(self, name: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(row, cosine similarity) of the k nearest rows, best first."""
+        hits = (
+            self._db.open_table(name).search(np.asarray(vector, dtype=np.float32))
+            .distance_type("cosine").limit(k).select(["row"]).to_arrow()
+        )
+        return [(int(r), 1.0 - float(d)) for r, d in zip(hits["row"].to_pylist(), hits["_distance"].to_pylist())]
+
+    def tables(self) -> list[str]:
+        listed = self._db.list_tables()
+        names = getattr(listed, "tables", listed)
+        return sorted(names)
+
+
+register_store("lancedb", LanceStore)

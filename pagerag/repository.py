@@ -1,0 +1,269 @@
+"""The built repository on disk R(D) = (T(D), G(D), P, b): layout, atomic publish, open/validate.
+
+    R/
+      manifest.json        sources, settings, versions, counts, raw vs governed statistics
+      sources/<doc>.txt    decoded, newline-normalised source text (all offsets point into it)
+      tables/              LanceDB: passages (+vectors), entities_/relations_/communities_
+                           {governed,raw} (+ entity vectors); provenance lives in passage_ids
+      bm25/                bm25s index; document i = passage row i
+
+A build writes everything into a staging directory beside R, validates it, and only then swaps it
+in (renameat2 RENAME_EXCHANGE on Linux), so an interrupted or failed build leaves R untouched.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import json
+import os
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import RepositoryError
+from .records import Community, Entity, Graph, Passage, Relation, SourceDoc
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+GRAPH_KINDS = ("governed", "raw")
+STORE_BACKEND = "lancedb"
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+
+
+class Repository:
+    """A published repository, opened read-only. Tables load lazily and are cached."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any]):
+        self.path = path
+        self.manifest = manifest
+
+    @classmethod
+    def open(cls, path: str | Path) -> "Repository":
+        path = Path(path)
+        manifest = read_manifest(path)
+        version = manifest.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise RepositoryError(
+                f"{path}: repository format {version} was written by a newer pagerag "
+                f"(this one reads format {FORMAT_VERSION}); upgrade pagerag or rebuild"
+            )
+        for part in ("tables", "bm25", "sources"):
+            if not (path / part).is_dir():
+                raise RepositoryError(f"{path}: repository is incomplete ('{part}/' is missing); rebuild it")
+        return cls(path, manifest)
+
+    @functools.cached_property
+    def store(self):
+        from .index.store import open_store
+
+        return open_store(self.manifest.get("store", STORE_BACKEND), self.path / "tables")
+
+    @functools.cached_property
+    def passages(self) -> list[Passage]:
+        return [Passage(**row) for row in self.store.read("passages")]
+
+    @functools.cached_property
+    def passage_index(self) -> dict[str, int]:
+        return {p.passage_id: i for i, p in enumerate(self.passages)}
+
+    @functools.cached_property
+    def passage_vectors(self) -> np.ndarray:
+        return self.store.vectors("passages")
+
+    @functools.cached_property
+    def bm25(self):
+        from .index.lexical import BM25Index
+
+        return BM25Index.load(self.path / "bm25")
+
+    @functools.lru_cache(maxsize=2)
+    def graph(self, kind: str = "governed") -> Graph:
+        if kind not in GRAPH_KINDS:
+            raise ValueError(f"graph kind must be one of {GRAPH_KINDS}")
+        return Graph(
+            entities=[Entity(**r) for r in self.store.read(f"entities_{kind}")],
+            relations=[Relation(**r) for r in self.store.read(f"relations_{kind}")],
+            communities=[Community(**r) for r in self.store.read(f"communities_{kind}")],
+        )
+
+    @functools.lru_cache(maxsize=2)
+    def entity_vectors(self, kind: str = "governed") -> np.ndarray:
+        if not self.graph(kind).entities:
+            return np.zeros((0, int(self.manifest.get("embedding_dim", 384))), dtype=np.float32)
+        return self.store.vectors(f"entities_{kind}")
+
+    @functools.lru_cache(maxsize=8)
+    def source_text(self, doc_id: str) -> str:
+        return (self.path / "sources" / f"{doc_id}.txt").read_text(encoding="utf-8")
+
+    def stats(self) -> dict[str, Any]:
+        return dict(self.manifest.get("stats", {}))
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise RepositoryError(f"{path}: no repository here (run `pagerag build … --repo {path}` first)")
+    if not path.is_dir():
+        raise RepositoryError(f"{path}: is a file, not a repository directory")
+    manifest_path = path / MANIFEST
+    if not manifest_path.is_file():
+        raise RepositoryError(f"{path}: not a PAGE-RAG repository (no {MANIFEST})")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RepositoryError(f"{manifest_path}: unreadable manifest ({exc.__class__.__name__})") from None
+    if not isinstance(manifest, dict):
+        raise RepositoryError(f"{manifest_path}: manifest is not a JSON object")
+    return manifest
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_repository(
+    staging: Path,
+    docs: list[SourceDoc],
+    passages: list[Passage],
+    passage_vectors: np.ndarray,
+    bm25,
+    graphs: dict[str, Graph],
+    entity_vectors: dict[str, np.ndarray],
+    manifest: dict[str, Any],
+) -> None:
+    """Write a complete repository into `staging` (which must not be the published path)."""
+    from .index.store import open_store
+
+    (staging / "sources").mkdir(parents=True, exist_ok=True)
+    for doc in docs:
+        (staging / "sources" / f"{doc.doc_id}.txt").write_text(doc.text, encoding="utf-8")
+    store = open_store(STORE_BACKEND, staging / "tables")
+    store.write("passages", [asdict(p) for p in passages], passage_vectors)
+    for kind in GRAPH_KINDS:
+        graph = graphs[kind]
+        store.write(f"entities_{kind}", [asdict(e) for e in graph.entities], entity_vectors.get(kind))
+        store.write(f"relations_{kind}", [asdict(r) for r in graph.relations])
+        store.write(f"communities_{kind}", [asdict(c) for c in graph.communities])
+    (staging / "bm25").mkdir(exist_ok=True)
+    bm25.save(staging / "bm25")
+    manifest = {"format_version": FORMAT_VERSION, "store": STORE_BACKEND, **manifest}
+    _write_json_atomic(staging / MANIFEST, manifest)  # last: a staging dir without it is incomplete
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    tmp.replace(path)
+
+
+def validate_repository(path: Path) -> Repository:
+    """Open `path` and check it end to end: counts, offsets, provenance ids. Raise on any fault."""
+    repo = Repository.open(path)
+    passages = repo.passages
+    expected = repo.manifest.get("stats", {}).get("passages")
+    if expected is not None and expected != len(passages):
+        raise RepositoryError(f"{path}: {len(passages)} passages stored, manifest says {expected}")
+    for p in passages:
+        if repo.source_text(p.doc_id)[p.start : p.end] != p.text:
+            raise RepositoryError(f"{path}: passage {p.passage_id} does not match its source span")
+    if repo.passage_vectors.shape[0] != len(passages):
+        raise RepositoryError(f"{path}: passage vectors do not match passages")
+    if repo.bm25.n_docs != len(passages):
+        raise RepositoryError(f"{path}: BM25 index does not match passages")
+    known = repo.passage_index
+    for kind in GRAPH_KINDS:
+        graph = repo.graph(kind)
+        for element in [*graph.entities, *graph.relations, *graph.communities]:
+            missing = [pid for pid in element.passage_ids if pid not in known]
+            if missing:
+                raise RepositoryError(f"{path}: {kind} graph element points at unknown passage {missing[0]}")
+    return repo
+
+
+# --------------------------------------------------------------------------------------------
+# Publishing
+
+
+def check_target(repo: Path) -> None:
+    """Refuse, before any work, a --repo we must not or cannot replace."""
+    if repo.exists() and not repo.is_dir():
+        raise RepositoryError(f"{repo}: exists and is a file, not a repository directory")
+    if repo.is_dir() and any(repo.iterdir()):
+        manifest = read_manifest(repo)  # raises: a non-empty directory that is not a repository
+        version = manifest.get("format_version")
+        if isinstance(version, int) and version > FORMAT_VERSION:
+            raise RepositoryError(
+                f"{repo}: repository format {version} was written by a newer pagerag; refusing to overwrite it"
+            )
+    parent = repo.resolve().parent
+    if not parent.is_dir():
+        raise RepositoryError(f"{repo}: parent directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise RepositoryError(f"{repo}: directory {parent} is not writable")
+
+
+def staging_dir(repo: Path) -> Path:
+    repo = repo.resolve()
+    return repo.parent / f".{repo.name}.staging-{os.getpid()}"
+
+
+def clean_stale_staging(repo: Path) -> None:
+    """Remove staging dirs of builds that died (their pid is gone)."""
+    repo = repo.resolve()
+    for candidate in repo.parent.glob(f".{repo.name}.staging-*"):
+        pid = candidate.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(candidate, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # our own leftover from an earlier build in this process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def publish(staging: Path, repo: Path) -> None:
+    """Make `staging` the repository at `repo` in one step; the old one is removed afterwards."""
+    repo = repo.resolve()
+    if repo.exists() and repo.is_dir() and not any(repo.iterdir()):
+        repo.rmdir()
+    if not repo.exists():
+        os.rename(staging, repo)
+        return
+    _exchange(staging, repo)  # now `staging` holds the old repository
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Atomically swap two directories (Linux renameat2); fall back to two renames elsewhere."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is not None:
+        result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+        if result == 0:
+            return
+    # Fallback: a short window where `b` is absent; `Repository.open` names the situation clearly.
+    backup = b.with_name(b.name + ".old")
+    shutil.rmtree(backup, ignore_errors=True)
+    os.rename(b, backup)
+    os.rename(a, b)
+    os.rename(backup, a)
