@@ -30,3 +30,31 @@ def data_dir() -> Path:
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Keep the test session's caches (tiktoken files, LLM responses) out of the user's home."""
     os.environ.setdefault("PAGERAG_CACHE_DIR", str(tmp_path_factory.mktemp("pagerag-cache")))
+
+
+# A real repository, built once per test session from an excerpt of A Christmas Carol with the
+# real embedding model, spaCy and LanceDB.
+
+EXCERPT_CHARS = 60_000  # ~10k words: Marley, Scrooge, the Cratchits; builds in seconds
+
+
+@pytest.fixture(scope="session")
+def carol_excerpt(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = data_dir / "books" / "christmas_carol.txt"
+    if not source.is_file():
+        pytest.skip(f"{source} not found in PAGERAG_DATA_DIR")
+    text = source.read_text(encoding="utf-8")
+    cut = text.find("\n\n", EXCERPT_CHARS)
+    path = tmp_path_factory.mktemp("books") / "carol_excerpt.txt"
+    path.write_text(text[: cut if cut > 0 else EXCERPT_CHARS], encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def carol_repo(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pagerag.build import build_repository
+    from pagerag.settings import load_settings
+
+    repo = tmp_path_factory.mktemp("repos") / "carol.rag"
+    build_repository([carol_excerpt], repo, load_settings(environ={}), show_progress=False)
+    return repo

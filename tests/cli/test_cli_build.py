@@ -1,0 +1,168 @@
+"""The CLI through its entry point: bad input gets one clear line and a non-zero exit, never a
+traceback, and never changes an existing repository; a killed build leaves the old one intact."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pagerag", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_help_lists_commands():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for command in ("build", "inspect", "export", "config"):
+        assert command in result.stdout
+
+
+def test_missing_path(tmp_path: Path):
+    missing = tmp_path / "nope.txt"
+    assert_one_line_error(run_cli("build", str(missing), "--repo", str(tmp_path / "r")), str(missing))
+
+
+def test_directory_without_text_files(tmp_path: Path):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "image.png").write_bytes(b"\x89PNG\r\n")
+    assert_one_line_error(run_cli("build", str(folder), "--repo", str(tmp_path / "r")), str(folder))
+
+
+@pytest.mark.parametrize(
+    "name,content",
+    [
+        ("empty.txt", b""),
+        ("blank.txt", b"   \n\t\n  "),
+        ("binary.txt", bytes(range(256)) * 64),
+    ],
+)
+def test_unusable_files(tmp_path: Path, name: str, content: bytes):
+    path = tmp_path / name
+    path.write_bytes(content)
+    result = run_cli("build", str(path), "--repo", str(tmp_path / "r"))
+    assert_one_line_error(result, name)
+    assert not (tmp_path / "r").exists()
+
+
+def test_huge_single_line_file_is_refused_quickly(tmp_path: Path):
+    path = tmp_path / "one-line.txt"
+    with open(path, "wb") as fh:
+        chunk = b"word " * 200_000  # 1 MB
+        for _ in range(200):
+            fh.write(chunk)
+    started = time.perf_counter()
+    result = run_cli("build", str(path), "--repo", str(tmp_path / "r"))
+    assert_one_line_error(result, "one-line.txt")
+    assert time.perf_counter() - started < 60
+
+
+def test_repo_that_is_a_file(tmp_path: Path, carol_excerpt: Path):
+    target = tmp_path / "repo-file"
+    target.write_text("not a repository")
+    assert_one_line_error(run_cli("build", str(carol_excerpt), "--repo", str(target)), "is a file")
+    assert target.read_text() == "not a repository"
+
+
+def test_repo_that_is_an_unrelated_directory(tmp_path: Path, carol_excerpt: Path):
+    target = tmp_path / "photos"
+    target.mkdir()
+    (target / "holiday.jpg").write_bytes(b"jpeg")
+    assert_one_line_error(run_cli("build", str(carol_excerpt), "--repo", str(target)), "not a PAGE-RAG repository")
+    assert (target / "holiday.jpg").read_bytes() == b"jpeg"
+
+
+def test_repo_in_unwritable_place(tmp_path: Path, carol_excerpt: Path):
+    # /proc refuses new directories even to root, unlike chmod'ed folders
+    assert_one_line_error(run_cli("build", str(carol_excerpt), "--repo", "/proc/pagerag-test.rag"), "pagerag-test.rag")
+
+
+def test_inspect_missing_repository(tmp_path: Path):
+    assert_one_line_error(run_cli("inspect", "--repo", str(tmp_path / "none")), "no repository")
+
+
+def test_unknown_pipeline(tmp_path: Path, carol_excerpt: Path):
+    assert_one_line_error(run_cli("build", str(carol_excerpt), "--repo", str(tmp_path / "r"), "--pipeline", "nope"), "unknown pipeline")
+
+
+def test_config_show_lists_every_setting_with_help():
+    result = run_cli("config", "show", "--json")
+    assert result.returncode == 0
+    settings = json.loads(result.stdout)
+    assert settings["chunk"]["tokens"] == 200 and settings["pipeline"] == "full"
+    table = run_cli("config", "show", "--pipeline", "passages-only", "--set", "chunk.tokens=300")
+    assert table.returncode == 0
+    assert "passages-only" in table.stdout and "300" in table.stdout
+
+
+def test_env_overrides_settings(monkeypatch):
+    env = dict(os.environ, PAGERAG_CHUNK__TOKENS="123", PAGERAG_RETRIEVE__BUDGET_TOKENS="999")
+    result = subprocess.run([sys.executable, "-m", "pagerag", "config", "show", "--json"], capture_output=True, text=True, env=env)
+    settings = json.loads(result.stdout)
+    assert settings["chunk"]["tokens"] == 123 and settings["retrieve"]["budget_tokens"] == 999
+
+
+@pytest.mark.slow
+def test_build_inspect_export_through_cli(tmp_path: Path, carol_excerpt: Path):
+    repo = tmp_path / "carol.rag"
+    result = run_cli("build", str(carol_excerpt), "--repo", str(repo), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "passages" in result.stdout
+    stats = json.loads(run_cli("inspect", "--repo", str(repo), "--json").stdout)
+    expected = {"passages", "entities_raw", "entities", "relations_raw", "relations", "communities_raw",
+                "communities", "isolated_raw", "isolated", "build_seconds", "build_tokens", "words"}
+    assert set(stats) == expected
+    assert stats["passages"] > 0 and stats["entities"] <= stats["entities_raw"]
+    table = run_cli("inspect", "--repo", str(repo))
+    assert table.returncode == 0 and "governed" in table.stdout
+    graphml = tmp_path / "g.graphml"
+    result = run_cli("export", "--repo", str(repo), "--graphml", str(graphml))
+    assert result.returncode == 0, result.stderr
+    import networkx as nx
+
+    graph = nx.read_graphml(graphml)
+    assert graph.number_of_nodes() == stats["entities"]
+
+
+@pytest.mark.slow
+def test_kill_during_build_keeps_old_repository_and_resume_finishes(tmp_path: Path, carol_repo: Path, data_dir: Path):
+    repo = tmp_path / "book.rag"
+    shutil.copytree(carol_repo, repo)
+    before = (repo / "manifest.json").read_bytes()
+    book = data_dir / "books" / "christmas_carol.txt"
+    cache = tmp_path / ".book.rag.cache"
+    proc = subprocess.Popen([sys.executable, "-m", "pagerag", "build", str(book), "--repo", str(repo), "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and not list(cache.glob("embed-*.pkl")):
+        time.sleep(0.05)
+    assert proc.poll() is None, "build finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert (repo / "manifest.json").read_bytes() == before
+    from pagerag.repository import validate_repository
+
+    validate_repository(repo)  # the old repository still opens, whole
+    result = run_cli("build", str(book), "--repo", str(repo), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "resumed" in result.stdout and "embed" in result.stdout
+    assert json.loads((repo / "manifest.json").read_text())["sources"][0]["path"].endswith("christmas_carol.txt")
+    assert not list(tmp_path.glob(".book.rag.staging-*"))

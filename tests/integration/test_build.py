@@ -1,0 +1,120 @@
+"""Build a real repository and check what it promises: offsets, provenance, statistics,
+governance, atomic publish and resume."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pagerag.errors import InputError, RepositoryError
+from pagerag.repository import FORMAT_VERSION, Repository, validate_repository
+from pagerag.settings import load_settings
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_passage_is_its_source_span(carol_repo: Path, carol_excerpt: Path):
+    repo = Repository.open(carol_repo)
+    source = carol_excerpt.read_text(encoding="utf-8")
+    assert len(repo.passages) > 20
+    for p in repo.passages:
+        assert source[p.start : p.end] == p.text
+        assert repo.source_text(p.doc_id)[p.start : p.end] == p.text
+
+
+def test_passages_fit_the_embedder(carol_repo: Path):
+    from pagerag.index.embed import get_wordpiece_counter
+
+    repo = Repository.open(carol_repo)
+    counts = get_wordpiece_counter()([p.text for p in repo.passages])
+    assert max(counts) <= 256
+
+
+def test_vectors_and_bm25_match_passages(carol_repo: Path):
+    import numpy as np
+
+    repo = Repository.open(carol_repo)
+    vectors = repo.passage_vectors
+    assert vectors.shape == (len(repo.passages), 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+    hits, scores = repo.bm25.search("Marley dead door-nail", 3)
+    assert any("door-nail" in repo.passages[i].text for i in hits)
+    nearest = repo.store.search("passages", vectors[5], 1)
+    assert nearest[0][0] == 5
+
+
+def test_graph_is_governed_and_provenanced(carol_repo: Path):
+    repo = Repository.open(carol_repo)
+    stats = repo.stats()
+    assert stats["entities"] < stats["entities_raw"]
+    assert stats["isolated"] <= stats["isolated_raw"]
+    assert stats["build_tokens"] == 0
+    governed = repo.graph("governed")
+    names = {e.name.lower() for e in governed.entities}
+    assert any("scrooge" in n for n in names)
+    scrooges = [e for e in governed.entities if "scrooge" in e.name.lower() and e.type == "PERSON"]
+    assert len(scrooges) == 1, [e.name for e in scrooges]  # "Scrooge", "Mr. Scrooge", … are one node
+    known = repo.passage_index
+    for element in [*governed.entities, *governed.relations, *governed.communities]:
+        assert element.passage_ids, element
+        assert all(pid in known for pid in element.passage_ids)
+    assert governed.communities
+
+
+def test_manifest_records_the_build(carol_repo: Path, carol_excerpt: Path):
+    import hashlib
+
+    manifest = json.loads((carol_repo / "manifest.json").read_text())
+    assert manifest["format_version"] == FORMAT_VERSION
+    assert manifest["sources"][0]["sha256"] == hashlib.sha256(carol_excerpt.read_bytes()).hexdigest()
+    for stage in ("load", "chunk", "embed", "index", "extract", "govern", "communities"):
+        assert stage in manifest["stage_seconds"]
+    assert manifest["versions"]["spacy"] != "not installed"
+    assert manifest["settings"]["chunk"]["tokens"] == 200
+
+
+def test_failed_build_leaves_previous_repository_intact(carol_repo: Path, tmp_path: Path):
+    from pagerag.build import build_repository
+
+    copy = tmp_path / "copy.rag"
+    shutil.copytree(carol_repo, copy)
+    before = (copy / "manifest.json").read_bytes()
+    empty = tmp_path / "empty.txt"
+    empty.write_text("   \n\n  ")
+    with pytest.raises(InputError):
+        build_repository([empty], copy, load_settings(environ={}), show_progress=False)
+    assert (copy / "manifest.json").read_bytes() == before
+    validate_repository(copy)
+    assert not list(tmp_path.glob(".copy.rag.staging-*"))
+
+
+def test_future_version_repository_is_refused(carol_repo: Path, tmp_path: Path):
+    from pagerag.build import build_repository
+
+    future = tmp_path / "future.rag"
+    shutil.copytree(carol_repo, future)
+    manifest = json.loads((future / "manifest.json").read_text())
+    manifest["format_version"] = FORMAT_VERSION + 1
+    (future / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RepositoryError, match="newer pagerag"):
+        Repository.open(future)
+    source = tmp_path / "tiny.txt"
+    source.write_text("Scrooge sat in his counting-house. Marley was dead.\n")
+    with pytest.raises(RepositoryError, match="newer pagerag"):
+        build_repository([source], future, load_settings(environ={}), show_progress=False)
+    assert json.loads((future / "manifest.json").read_text())["format_version"] == FORMAT_VERSION + 1
+
+
+def test_rebuild_replaces_repository_atomically(carol_excerpt: Path, tmp_path: Path):
+    from pagerag.build import build_repository
+
+    repo = tmp_path / "r.rag"
+    first = build_repository([carol_excerpt], repo, load_settings(environ={}), show_progress=False)
+    second = build_repository([carol_excerpt], repo, load_settings(environ={}), show_progress=False)
+    # the second build paid for no embedding or extraction: both came from the stage cache
+    assert {"embed", "extract"} <= set(second.resumed_stages)
+    assert first.manifest["stats"]["passages"] == second.manifest["stats"]["passages"]
+    validate_repository(repo)
+    assert sorted(p.name for p in tmp_path.iterdir() if "staging" in p.name) == []
