@@ -114,6 +114,14 @@ class LLMSettings(_Section):
     timeout_s: float = Field(60.0, gt=0, description="Per-request timeout in seconds.")
     max_retries: int = Field(2, ge=0, description="Retries with backoff on transient errors.")
     temperature: float = Field(0.0, ge=0.0, description="Sampling temperature.")
+    n_ctx: int = Field(4096, ge=256, description="Context window (tokens) the llamacpp backend allocates for a GGUF.")
+    chat_template: Literal["auto", "chatml"] = Field(
+        "auto",
+        description="llamacpp prompt format: auto = the GGUF's own chat template (ChatML if that fails); "
+        "chatml = always a plain ChatML prompt (Qwen, SmolLM).",
+    )
+    cache: bool = Field(True, description="Cache every LLM response on disk, so a re-run pays no token twice.")
+    cache_dir: str = Field("", description="Directory of the LLM response cache (empty = <PAGERAG_CACHE_DIR>/llm).")
 
 
 class Settings(_Section):

@@ -139,9 +139,12 @@ def decode_text(path: Path, raw: bytes) -> tuple[str, str]:
             raise InputError(f"{path}: not decodable as text (broken UTF-16)") from None
     for encoding in ("utf-8-sig", "cp1252"):
         try:
-            return raw.decode(encoding), encoding
+            text = raw.decode(encoding)
         except UnicodeDecodeError:
             continue
+        if encoding == "utf-8-sig" and not raw.startswith(codecs.BOM_UTF8):
+            encoding = "utf-8"  # name what the file is, not the codec that tolerates a BOM
+        return text, encoding
     text = raw.decode("latin-1")  # never fails: every byte is a character
     if _control_ratio(text, _C1_CONTROL) > _MAX_CONTROL_RATIO:
         raise InputError(f"{path}: not decodable as text (not UTF-8, cp1252 or latin-1)")
