@@ -7,8 +7,10 @@ window is cut at line breaks, then at token boundaries. When a word-piece counte
 passage exceeds the embedder's `max_wordpieces` (with [CLS]/[SEP]) whatever `tokens` is, so the
 embedder never silently truncates a passage.
 
-Costs are batched: one tiktoken `encode_ordinary_batch` and one word-piece batch over all
-sentences, then one of each over the passages (for the exact `n_tokens` and a final cap check).
+Word pieces are counted where they are needed, in batches: with the default 200 tokens a window
+is ~190 word pieces, so windows are packed by tokens, counted once, and only the rare window over
+the cap has its sentences counted and is repacked. When `tokens` is large enough that the cap will
+bind (e.g. 1000), sentences are counted up front and packed under both budgets, then checked.
 """
 from __future__ import annotations
 
@@ -23,6 +25,10 @@ from .sentences import split_sentences
 
 WordpieceCounter = Callable[[list[str]], list[int]]
 _SPECIAL_PIECES = 2  # [CLS] and [SEP], counted once per passage, not per sentence
+_NO_CAP = 10**9
+# Above this many word pieces per token of the target, the cap will bind for many windows
+# (English prose runs ~0.95 pieces per cl100k token); count sentences up front then.
+_PIECES_PER_TOKEN = 1.15
 
 
 @dataclass
@@ -32,14 +38,17 @@ class _Unit:
     start: int
     end: int
     tokens: int
-    pieces: int  # word pieces without [CLS]/[SEP]; 0 when no counter is given
+    pieces: int | None = None  # word pieces without [CLS]/[SEP]; None until counted
 
 
 @dataclass
 class _Budget:
     tokens: int
-    pieces: int  # word-piece budget without [CLS]/[SEP]
-    overlap_tokens: float
+    pieces: int  # word pieces without [CLS]/[SEP]
+    overlap: float  # share of a window repeated at the start of the next one
+
+
+Window = list[_Unit]
 
 
 def chunk_documents(
@@ -48,12 +57,16 @@ def chunk_documents(
     count_wordpieces: WordpieceCounter | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[Passage]:
-    """Passages of all documents in order; `progress(1)` is called after each document."""
+    """Passages of all documents in order.
+
+    `progress(n)` is called after each document with the number of body characters just chunked
+    (an increment; the total is `sum(len(doc.body) for doc in docs)`).
+    """
     passages: list[Passage] = []
     for doc in docs:
         passages.extend(chunk_document(doc, settings, count_wordpieces))
         if progress:
-            progress(1)
+            progress(doc.content_end - doc.content_start)
     return passages
 
 
@@ -62,59 +75,74 @@ def chunk_document(
 ) -> list[Passage]:
     """Passages covering the body of `doc`; `doc.text[p.start:p.end] == p.text` for each."""
     encoding = get_encoding(settings.encoding)
-    budget = _Budget(
-        tokens=settings.tokens,
-        pieces=(settings.max_wordpieces - _SPECIAL_PIECES) if count_wordpieces else 10**9,
-        overlap_tokens=settings.overlap * settings.tokens,
-    )
-    spans = split_sentences(doc.text, doc.content_start, doc.content_end)
-    units = _fit_units(doc.text, spans, encoding, count_wordpieces, budget)
+    cap = settings.max_wordpieces - _SPECIAL_PIECES
+    eager = count_wordpieces is not None and settings.tokens * _PIECES_PER_TOKEN > cap
+    budget = _Budget(settings.tokens, cap if eager else _NO_CAP, settings.overlap)
+    counter = count_wordpieces if eager else None
+    body_end = doc.content_end if doc.content_end >= 0 else len(doc.text)  # -1: the record's "unset"
+    spans = split_sentences(doc.text, doc.content_start, body_end)
+    units = _fit(doc.text, _measure(doc.text, spans, encoding, counter), encoding, counter, budget)
     windows = _pack_windows(units, budget)
     if count_wordpieces:
-        windows = _enforce_wordpiece_cap(doc.text, units, windows, count_wordpieces, settings.max_wordpieces)
-    return _make_passages(doc, units, windows, encoding)
+        budget.pieces = cap
+        windows = _enforce_wordpiece_cap(doc.text, windows, encoding, count_wordpieces, budget)
+    return _make_passages(doc, windows, encoding)
 
 
 # --------------------------------------------------------------------------------------------
 # Units: measured sentences, over-long ones cut down to size
 
 
-def _measure(text: str, spans: list[tuple[int, int]], encoding, count_wordpieces: WordpieceCounter | None) -> list[_Unit]:
-    """Token and word-piece counts of many spans in two batched calls.
+def _measure(text: str, spans: list[tuple[int, int]], encoding, counter: WordpieceCounter | None) -> list[_Unit]:
+    """Token counts (and word pieces when `counter` is given) of many spans, batched.
 
     Tokens are counted with the whitespace before each span, as it will appear inside a window
     (" word" is often one token where "\\n\\nword" is two), so window sums track real counts.
     """
     if not spans:
         return []
-    with_space = [text[prev_end:end] for prev_end, end in zip([spans[0][0]] + [e for _, e in spans[:-1]], (e for _, e in spans))]
-    tokens = [len(ids) for ids in encoding.encode_ordinary_batch(with_space)]
-    if count_wordpieces:
-        pieces = [max(0, n - _SPECIAL_PIECES) for n in count_wordpieces([text[s:e] for s, e in spans])]
-    else:
-        pieces = [0] * len(spans)
-    return [_Unit(s, e, t, p) for (s, e), t, p in zip(spans, tokens, pieces)]
+    previous_ends = [spans[0][0]] + [end for _, end in spans[:-1]]
+    tokens = _count_tokens(encoding, [text[prev:end] for prev, (_, end) in zip(previous_ends, spans)])
+    units = [_Unit(start, end, n) for (start, end), n in zip(spans, tokens)]
+    if counter:
+        _count_pieces(text, units, counter)
+    return units
 
 
-def _fit_units(text: str, spans, encoding, count_wordpieces, budget: _Budget) -> list[_Unit]:
-    units = _measure(text, spans, encoding, count_wordpieces)
+def _count_tokens(encoding, texts: list[str]) -> list[int]:
+    # A plain loop, not `encode_ordinary_batch`: the batch call submits one thread-pool task per
+    # text, and for ~10k short sentences that overhead makes it 2-3x slower (measured on Moby Dick).
+    encode = encoding.encode_ordinary
+    return [len(encode(t)) for t in texts]
+
+
+def _count_pieces(text: str, units: list[_Unit], counter: WordpieceCounter) -> None:
+    """Fill in `pieces` of the units not counted yet, in one batch."""
+    todo = [u for u in units if u.pieces is None]
+    if todo:
+        for unit, n in zip(todo, counter([text[u.start : u.end] for u in todo])):
+            unit.pieces = max(0, n - _SPECIAL_PIECES)
+
+
+def _fits(unit: _Unit, budget: _Budget) -> bool:
+    return unit.tokens <= budget.tokens and (unit.pieces or 0) <= budget.pieces
+
+
+def _fit(text: str, units: list[_Unit], encoding, counter: WordpieceCounter | None, budget: _Budget) -> list[_Unit]:
     fitted: list[_Unit] = []
     for unit in units:
-        if unit.tokens <= budget.tokens and unit.pieces <= budget.pieces:
-            fitted.append(unit)
-        else:
-            fitted.extend(_split_unit(text, unit, encoding, count_wordpieces, budget))
+        fitted.extend([unit] if _fits(unit, budget) else _split_unit(text, unit, encoding, counter, budget))
     return fitted
 
 
-def _split_unit(text: str, unit: _Unit, encoding, count_wordpieces, budget: _Budget) -> list[_Unit]:
+def _split_unit(text: str, unit: _Unit, encoding, counter, budget: _Budget) -> list[_Unit]:
     """Cut an over-long unit at line breaks if it has any (verse, tables), else at token boundaries."""
     spans = _line_spans(text, unit.start, unit.end)
     if len(spans) <= 1:
         spans = _token_spans(text, unit, encoding, budget)
     if len(spans) <= 1 or spans == [(unit.start, unit.end)]:
         return [unit]  # a single token: nothing smaller exists
-    return _fit_units(text, spans, encoding, count_wordpieces, budget)
+    return _fit(text, _measure(text, spans, encoding, counter), encoding, counter, budget)
 
 
 def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -135,7 +163,7 @@ def _token_spans(text: str, unit: _Unit, encoding, budget: _Budget) -> list[tupl
     decoded, offsets = encoding.decode_with_offsets(ids)
     if decoded != piece_text:  # cannot happen for valid Unicode; fall back to character cuts
         offsets = [round(i * len(piece_text) / len(ids)) for i in range(len(ids))]
-    n_pieces = max(2, math.ceil(len(ids) / budget.tokens), math.ceil(unit.pieces / max(1, budget.pieces)))
+    n_pieces = max(2, math.ceil(len(ids) / budget.tokens), math.ceil((unit.pieces or 0) / budget.pieces))
     n_pieces = min(n_pieces, len(ids))
     cuts = [offsets[round(k * len(ids) / n_pieces)] for k in range(n_pieces)] + [len(piece_text)]
     spans = []
@@ -154,77 +182,87 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Windows: runs of units [first, last) within the budget, overlapping by whole units
+# Windows: runs of units within the budget, overlapping by whole units
 
 
-def _pack_windows(units: list[_Unit], budget: _Budget) -> list[tuple[int, int]]:
-    windows: list[tuple[int, int]] = []
+def _pack_windows(units: list[_Unit], budget: _Budget) -> list[Window]:
+    windows: list[Window] = []
     first = 0
     while first < len(units):
         last, tokens, pieces = first, 0, 0
         while last < len(units) and (
             last == first
-            or (tokens + units[last].tokens <= budget.tokens and pieces + units[last].pieces <= budget.pieces)
+            or (tokens + units[last].tokens <= budget.tokens and pieces + (units[last].pieces or 0) <= budget.pieces)
         ):
             tokens += units[last].tokens
-            pieces += units[last].pieces
+            pieces += units[last].pieces or 0
             last += 1
-        windows.append((first, last))
+        windows.append(units[first:last])
         if last >= len(units):
             break
-        first = _next_first(units, first, last, budget)
+        first = _next_first(units, first, last, tokens, budget)
     return windows
 
 
-def _next_first(units: list[_Unit], first: int, last: int, budget: _Budget) -> int:
+def _next_first(units: list[_Unit], first: int, last: int, tokens_in_window: int, budget: _Budget) -> int:
     """Start of the next window: carry the trailing units whose tokens come closest to the overlap.
 
-    The carry never holds the whole previous window (the text must advance) and always leaves
-    room for the next new unit, so every window brings new text.
+    The overlap is a share of the window actually built (not of `settings.tokens`): when the
+    word-piece cap keeps windows shorter than asked, the repeated text shrinks with them. The carry
+    never holds the whole previous window (the text must advance) and always leaves room for the
+    next new unit, so every window brings new text.
     """
-    best_start, best_gap = last, budget.overlap_tokens
+    target = budget.overlap * tokens_in_window
+    best_start, best_gap = last, target
     tokens = pieces = 0
     for start in range(last - 1, first, -1):
         tokens += units[start].tokens
-        pieces += units[start].pieces
-        if tokens + units[last].tokens > budget.tokens or pieces + units[last].pieces > budget.pieces:
+        pieces += units[start].pieces or 0
+        if tokens + units[last].tokens > budget.tokens or pieces + (units[last].pieces or 0) > budget.pieces:
             break
-        gap = abs(tokens - budget.overlap_tokens)
+        gap = abs(tokens - target)
         if gap < best_gap:
             best_start, best_gap = start, gap
     return best_start
 
 
 def _enforce_wordpiece_cap(
-    text: str, units: list[_Unit], windows: list[tuple[int, int]], count_wordpieces: WordpieceCounter, cap: int
-) -> list[tuple[int, int]]:
-    """Recount whole passages and halve any window over the cap.
+    text: str, windows: list[Window], encoding, counter: WordpieceCounter, budget: _Budget
+) -> list[Window]:
+    """Count every window's word pieces (the guarantee) and repack the ones over the cap.
 
-    Sums of sentence counts are exact for whitespace-separated sentences; a sentence cut inside
-    a word can count differently when rejoined, so this is the guarantee, not the plan.
+    A window over the cap gets its sentences counted and is repacked under both budgets; if that
+    changes nothing (a sentence cut inside a word can count differently once rejoined), it is
+    halved. Repacked windows are checked again.
     """
-    while True:
-        counts = count_wordpieces([text[units[a].start : units[b - 1].end] for a, b in windows])
-        over = {i for i, n in enumerate(counts) if n > cap and windows[i][1] - windows[i][0] > 1}
-        if not over:
-            return windows
-        fixed: list[tuple[int, int]] = []
-        for i, (a, b) in enumerate(windows):
-            if i in over:
-                mid = (a + b) // 2
-                fixed += [(a, mid), (mid, b)]
-            else:
-                fixed.append((a, b))
-        windows = fixed
+    counts = counter([_window_text(text, w) for w in windows])
+    result: list[Window] = []
+    for window, count in zip(windows, counts):
+        if count - _SPECIAL_PIECES <= budget.pieces:
+            result.append(window)
+            continue
+        _count_pieces(text, window, counter)
+        smaller = _pack_windows(_fit(text, window, encoding, counter, budget), budget)
+        if smaller == [window]:
+            if len(window) == 1:
+                result.append(window)  # a single token: nothing smaller exists
+                continue
+            smaller = [window[: len(window) // 2], window[len(window) // 2 :]]
+        result.extend(_enforce_wordpiece_cap(text, smaller, encoding, counter, budget))
+    return result
 
 
-def _make_passages(doc: SourceDoc, units: list[_Unit], windows: list[tuple[int, int]], encoding) -> list[Passage]:
-    texts = [doc.text[units[a].start : units[b - 1].end] for a, b in windows]
-    n_tokens = [len(ids) for ids in encoding.encode_ordinary_batch(texts)] if texts else []
+def _window_text(text: str, window: Window) -> str:
+    return text[window[0].start : window[-1].end]
+
+
+def _make_passages(doc: SourceDoc, windows: list[Window], encoding) -> list[Passage]:
+    texts = [_window_text(doc.text, w) for w in windows]
+    n_tokens = _count_tokens(encoding, texts)
     return [
         Passage(
             passage_id=f"{doc.doc_id}:{ordinal:05d}", doc_id=doc.doc_id, file=doc.path,
-            start=units[a].start, end=units[b - 1].end, text=passage_text, n_tokens=count, ordinal=ordinal,
+            start=window[0].start, end=window[-1].end, text=passage_text, n_tokens=count, ordinal=ordinal,
         )
-        for ordinal, ((a, b), passage_text, count) in enumerate(zip(windows, texts, n_tokens))
+        for ordinal, (window, passage_text, count) in enumerate(zip(windows, texts, n_tokens))
     ]
