@@ -1,0 +1,189 @@
+"""RCS features: the paper's phi1-phi9 from retrieval score lists, plus extras the pipeline has.
+
+Everything takes plain arrays so any retriever can call it; all arithmetic is float64 because
+the top-50 cosines of a small embedder differ in the 4th decimal, where float32 rounding
+would change the entropy and lift features.
+
+Paper features (Bacellar 2026, section 5.1), with K = len(hop1) (50 in the pipeline):
+  hop1_max      s1                      hop1_margin  s1 - s2
+  hop1_top3     mean(s1..s3)            hop1_entropy normalised Shannon entropy (below)
+  hop1_lift     s1 / mean(s1..sK)       hop2_max / hop2_margin / hop2_entropy: same on hop-2
+  query_len     word count of the question (whitespace tokens)
+
+Entropy normalisation: scores are clipped at 0 (cosines can be negative), turned into a
+distribution p_i = s_i / sum_j s_j over the K scores, and H = -sum p_i ln p_i / ln K, so
+H is in [0, 1] (1 = flat list). With fewer than two positive scores H = 0.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+PAPER_FEATURES = (
+    "hop1_max", "hop1_margin", "hop1_top3", "hop1_entropy", "hop1_lift",
+    "hop2_max", "hop2_margin", "hop2_entropy", "query_len",
+)
+HOP1_ONLY_FEATURES = tuple(f for f in PAPER_FEATURES if not f.startswith("hop2_"))
+
+
+def _sorted_scores(scores: Sequence[float] | np.ndarray | None) -> np.ndarray:
+    if scores is None:
+        return np.zeros(0, dtype=np.float64)
+    arr = np.asarray(scores, dtype=np.float64).ravel()
+    arr = arr[np.isfinite(arr)]
+    return -np.sort(-arr)
+
+
+def normalised_entropy(scores: np.ndarray) -> float:
+    """Shannon entropy of the sum-normalised (clipped at 0) scores divided by ln K; in [0, 1]."""
+    pos = np.clip(np.asarray(scores, dtype=np.float64), 0.0, None)
+    total = pos.sum()
+    if pos.size < 2 or total <= 0.0:
+        return 0.0
+    p = pos[pos > 0] / total
+    return float(-(p * np.log(p)).sum() / np.log(pos.size))
+
+
+def score_shape(scores: Sequence[float] | np.ndarray | None, prefix: str, lift: bool = True) -> dict[str, float]:
+    """max, margin (s1-s2), top-3 mean, entropy and lift (s1 / mean of all) of one score list.
+
+    An empty list gives zeros (a missing hop is "no evidence", not an error).
+    """
+    s = _sorted_scores(scores)
+    if s.size == 0:
+        out = {f"{prefix}_max": 0.0, f"{prefix}_margin": 0.0, f"{prefix}_top3": 0.0, f"{prefix}_entropy": 0.0}
+        if lift:
+            out[f"{prefix}_lift"] = 0.0
+        return out
+    mean_all = s.mean()
+    out = {
+        f"{prefix}_max": float(s[0]),
+        f"{prefix}_margin": float(s[0] - s[1]) if s.size > 1 else 0.0,
+        f"{prefix}_top3": float(s[:3].mean()),
+        f"{prefix}_entropy": normalised_entropy(s),
+    }
+    if lift:
+        out[f"{prefix}_lift"] = float(s[0] / mean_all) if mean_all > 0 else 0.0
+    return out
+
+
+def query_length(question: str) -> float:
+    return float(len(question.split()))
+
+
+def compute_features(
+    hop1_scores: Sequence[float] | np.ndarray,
+    hop2_scores: Sequence[float] | np.ndarray | None,
+    question: str,
+    extras: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """phi1-phi9 (see module docstring) plus any `extras` (already computed, passed through).
+
+    hop1_scores: dense cosines of the text-floor top-K (K = 50), any order.
+    hop2_scores: per-passage scores of the expansion (graph operators or bridge queries,
+    max over queries per passage), any order; None or empty when there is no hop 2.
+    """
+    hop1 = score_shape(hop1_scores, "hop1")
+    hop2 = score_shape(hop2_scores, "hop2", lift=False)
+    feats = {name: hop1[name] for name in PAPER_FEATURES if name.startswith("hop1_")}
+    feats.update({name: hop2[name] for name in PAPER_FEATURES if name.startswith("hop2_")})
+    feats["query_len"] = query_length(question)
+    for key, value in (extras or {}).items():
+        feats[key] = float(value)
+    return feats
+
+
+# ---------------------------------------------------------------------------------------------
+# Extras: the pipeline computes these anyway (BM25 list, entity linking); each one is kept in
+# the shipped model only if removing it costs AUC-AC in the leave-one-out ablation.
+
+
+def rank_agreement(dense_ids: Sequence, lexical_ids: Sequence, k: int) -> float:
+    """|dense top-k intersect lexical top-k| / k: do BM25 and dense agree on the evidence?"""
+    if k <= 0:
+        return 0.0
+    return len(set(list(dense_ids)[:k]) & set(list(lexical_ids)[:k])) / float(k)
+
+
+def lexical_features(bm25_scores: Sequence[float] | np.ndarray, dense_ids: Sequence,
+                     bm25_ids: Sequence, k: int) -> dict[str, float]:
+    """BM25 score shape (scale-free: margin and top-3 relative to the max) and rank agreement."""
+    s = _sorted_scores(bm25_scores)
+    top = s[0] if s.size and s[0] > 0 else 0.0
+    return {
+        "bm25_rel_margin": float((s[0] - s[1]) / top) if s.size > 1 and top else 0.0,
+        "bm25_lift": float(top / s.mean()) if top else 0.0,
+        "bm25_dense_agree": rank_agreement(dense_ids, bm25_ids, k),
+    }
+
+
+def normalise_mention(text: str) -> str:
+    """Lower case, straight quotes, single spaces: the form used to find a mention in a passage."""
+    text = text.replace("\u2019", "'").replace("\u2018", "'").lower()
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def mention_coverage(mentions: Iterable[str], evidence_texts: Iterable[str]) -> tuple[float, float]:
+    """(count, fraction) of question mentions that occur verbatim in the evidence.
+
+    A question whose named things are all in the evidence has at least its first-hop passages;
+    a missing one usually means a gold passage is missing.
+    """
+    names = sorted({normalise_mention(m) for m in mentions if m.strip()})
+    if not names:
+        return 0.0, 1.0
+    evidence = normalise_mention(" \n ".join(evidence_texts))
+    found = sum(1 for name in names if name in evidence)
+    return float(found), found / len(names)
+
+
+_WORD = re.compile(r"[\w\u00C0-\u024F][\w\u00C0-\u024F'\u2019.\-–]*|\"[^\"]+\"")
+_CONNECTORS = {"of", "and", "the", "de", "du", "la", "le", "von", "van", "der", "for", "in", "on", "&"}
+_OPENERS = {
+    "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "is", "are", "was",
+    "were", "did", "do", "does", "in", "the", "a", "an", "are", "has", "have", "had", "can", "at",
+    "on", "for", "from", "by", "with", "of", "and", "or", "to", "as", "this", "that", "these",
+}
+
+
+def _is_capitalised(word: str) -> bool:
+    return word[:1].isupper() or word.startswith('"')
+
+
+def question_mentions(question: str) -> list[str]:
+    """Named things in a question: quoted strings and maximal runs of capitalised words (allowing
+    lower-case connectors such as 'of' inside a run), minus runs made only of question words.
+
+    Used instead of spaCy NER because the small spaCy model splits title-cased names such as
+    'West Of Shanghai' or 'On Body And Soul', which is how many multi-hop questions name things.
+    """
+    words = _WORD.findall(question)
+    runs: list[list[str]] = []
+    current: list[str] = []
+    for i, word in enumerate(words):
+        j = i + 1
+        while j < len(words) and words[j].lower() in _CONNECTORS:
+            j += 1  # 'Battle of the Somme': look past a chain of connectors
+        nxt = words[j] if j < len(words) else ""
+        if word.startswith('"'):
+            if current:
+                runs.append(current)
+            runs.append([word.strip('"')])
+            current = []
+        elif _is_capitalised(word) or (current and word.lower() in _CONNECTORS and _is_capitalised(nxt)):
+            current.append(word)
+        elif current:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    out = []
+    for run in runs:
+        while run and run[0].lower() in _OPENERS and not run[0].startswith('"'):
+            run = run[1:]  # sentence-initial 'Which', 'The', 'In' ... are not part of the name
+        text = " ".join(run).rstrip(".,?").replace("'s", "").replace("\u2019s", "")
+        if text and text.lower() not in _OPENERS:
+            out.append(text)
+    return list(dict.fromkeys(out))

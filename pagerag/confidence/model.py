@@ -1,0 +1,167 @@
+"""The RCS model: logistic regression on z-scored features, stored as a small JSON file.
+
+Fitting minimises the mean binary cross-entropy plus a small L2 penalty on the weights (not on
+the bias) with Newton's method, which for a dozen features converges in a few steps to the
+exact optimum (stopping when the loss changes by less than 1e-7, the paper's tolerance).
+Scoring one query is a dot product in numpy: no sklearn on the hot path.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import PageRAGError
+
+FORMAT = "pagerag-rcs/1"
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))  # overflow-free logistic
+
+
+def fit_logistic(Z: np.ndarray, y: np.ndarray, l2: float = 1e-2, tol: float = 1e-7,
+                 max_iter: int = 100) -> tuple[np.ndarray, float]:
+    """(weights, bias) minimising mean BCE + l2/2 * |w|^2 by damped Newton steps."""
+    n, d = Z.shape
+    A = np.hstack([Z, np.ones((n, 1))])
+    theta = np.zeros(d + 1)
+    theta[-1] = math.log((y.mean() + 1e-9) / (1 - y.mean() + 1e-9))
+    penalty = np.r_[np.full(d, l2), 0.0]
+
+    def loss(t: np.ndarray) -> float:
+        z = A @ t
+        # log(1 + e^z) - y z, computed stably
+        return float(np.mean(np.logaddexp(0.0, z) - y * z) + 0.5 * np.sum(penalty * t * t))
+
+    current = loss(theta)
+    for _ in range(max_iter):
+        p = _sigmoid(A @ theta)
+        grad = A.T @ (p - y) / n + penalty * theta
+        hess = (A * (p * (1 - p))[:, None]).T @ A / n + np.diag(penalty + 1e-10)
+        step = np.linalg.solve(hess, grad)
+        rate = 1.0
+        while rate > 1e-6:  # backtracking keeps Newton monotone on separable data
+            trial = theta - rate * step
+            new = loss(trial)
+            if new <= current:
+                break
+            rate *= 0.5
+        theta, delta, current = trial, current - new, new
+        if delta < tol:
+            break
+    return theta[:-1], float(theta[-1])
+
+
+@dataclass
+class RCSModel:
+    feature_names: list[str]
+    mean: np.ndarray
+    std: np.ndarray
+    weights: np.ndarray
+    bias: float
+    tau: float = 0.5
+    target_cwar: float = 0.2
+    training: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.mean = np.asarray(self.mean, dtype=np.float64)
+        self.std = np.asarray(self.std, dtype=np.float64)
+        self.weights = np.asarray(self.weights, dtype=np.float64)
+        if not (len(self.feature_names) == self.mean.size == self.std.size == self.weights.size):
+            raise PageRAGError("RCS model: feature names, normalisation and weights differ in length")
+        # z-scoring folded into the weights once, so scoring is one dot product.
+        self._coef = self.weights / self.std
+        self._offset = float(self.bias - np.dot(self._coef, self.mean))
+
+    # -- fitting ---------------------------------------------------------------------------
+    @classmethod
+    def fit(cls, X: np.ndarray, y: np.ndarray, feature_names: Sequence[str], l2: float = 1e-2,
+            **kwargs: Any) -> "RCSModel":
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if X.ndim != 2 or X.shape[0] != y.size or X.shape[1] != len(feature_names):
+            raise PageRAGError("RCS fit: feature matrix does not match labels / feature names")
+        if y.min() == y.max():
+            raise PageRAGError("RCS fit: calibration labels are all the same; need successes and failures")
+        mean = X.mean(axis=0)
+        std = X.std(axis=0)
+        std[std < 1e-12] = 1.0  # a constant feature carries no information; keep it inert
+        w, b = fit_logistic((X - mean) / std, y, l2=l2)
+        return cls(list(feature_names), mean, std, w, b, **kwargs)
+
+    # -- scoring ---------------------------------------------------------------------------
+    def vector(self, features: Mapping[str, float]) -> np.ndarray:
+        try:
+            return np.array([features[name] for name in self.feature_names], dtype=np.float64)
+        except KeyError as exc:
+            raise PageRAGError(f"RCS model needs feature {exc.args[0]!r}, which was not computed") from None
+
+    def score(self, features: Mapping[str, float]) -> float:
+        """P(all needed evidence was retrieved) for one query's feature dict."""
+        z = float(np.dot(self._coef, self.vector(features))) + self._offset
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+    def score_matrix(self, X: np.ndarray) -> np.ndarray:
+        return _sigmoid(np.asarray(X, dtype=np.float64) @ self._coef + self._offset)
+
+    def confident(self, features: Mapping[str, float]) -> bool:
+        """True when the score clears the calibrated threshold tau."""
+        return self.score(features) >= self.tau
+
+    # -- persistence -----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "feature_names": list(self.feature_names),
+            "mean": self.mean.tolist(),
+            "std": self.std.tolist(),
+            "weights": self.weights.tolist(),
+            "bias": self.bias,
+            "tau": self.tau,
+            "target_cwar": self.target_cwar,
+            "training": self.training,
+            "metrics": self.metrics,
+        }
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RCSModel":
+        if data.get("format") != FORMAT:
+            raise PageRAGError(f"not an RCS model file (format {data.get('format')!r}, expected {FORMAT!r})")
+        try:
+            return cls(list(data["feature_names"]), data["mean"], data["std"], data["weights"],
+                       float(data["bias"]), float(data["tau"]), float(data["target_cwar"]),
+                       dict(data.get("training", {})), dict(data.get("metrics", {})))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PageRAGError(f"RCS model file is incomplete: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RCSModel":
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise PageRAGError(f"{path}: cannot read RCS model: {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise PageRAGError(f"{path}: RCS model is not valid JSON: {exc.msg}") from None
+        return cls.from_dict(data)
+
+
+DEFAULT_MODEL_PATH = Path(__file__).with_name("default_rcs.json")
+
+
+def load_default_model() -> RCSModel:
+    """The model shipped in the package (trained on the multi-hop sets, packaged embedder)."""
+    return RCSModel.load(DEFAULT_MODEL_PATH)
