@@ -82,6 +82,7 @@ def build_repository(
 ) -> BuildReport:
     """Build a repository from `paths` and publish it atomically at `repo`."""
     from .repository import check_target, clean_stale_staging, publish, staging_dir, validate_repository
+    from .text.load import load_sources
 
     repo = Path(repo)
     check_target(repo)
@@ -92,9 +93,12 @@ def build_repository(
     timings: dict[str, float] = {}
     started = time.perf_counter()
     staging = staging_dir(repo)
+    # Loading is fast and is where bad input shows up: do it before any progress bar is drawn,
+    # so an error is the only line the user sees.
+    docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths], settings.chunk))
     try:
         with StageProgress(show_progress) as progress:
-            docs, passages, vectors, graphs, entity_vectors, bm25 = _run_stages(paths, settings, cache, progress, timings)
+            passages, vectors, graphs, entity_vectors, bm25 = _run_stages(docs, settings, cache, progress, timings)
             t0 = time.perf_counter()
             with progress.stage("publish", 3) as advance:
                 manifest = _manifest(docs, passages, graphs, settings, timings, started)
@@ -126,15 +130,11 @@ def _timed(timings: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
     return value
 
 
-def _run_stages(paths, settings: Settings, cache: StageCache, progress: StageProgress, timings):
+def _run_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, progress: StageProgress, timings):
     from .index.embed import get_embedder, get_wordpiece_counter
     from .index.lexical import BM25Index
     from .text.chunk import chunk_documents
-    from .text.load import load_sources
 
-    with progress.stage("load", len(paths)) as advance:
-        docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths]))
-        advance(len(paths))
     body_chars = sum(len(d.body) for d in docs)
     with progress.stage("chunk", body_chars) as advance:
         counter = get_wordpiece_counter(settings.embed.model)
@@ -149,7 +149,7 @@ def _run_stages(paths, settings: Settings, cache: StageCache, progress: StagePro
         bm25 = _timed(timings, "index", lambda: BM25Index.build(texts))
         advance(1)
     graphs, entity_vectors = _build_graphs(passages, settings, cache, progress, timings, passages_key)
-    return docs, passages, vectors, graphs, entity_vectors, bm25
+    return passages, vectors, graphs, entity_vectors, bm25
 
 
 EMBED_BLOCK = 256  # passages per cached block: a killed build loses at most one block of work

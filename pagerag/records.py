@@ -26,7 +26,7 @@ class SourceDoc:
     sha256: str  # of the raw bytes on disk
     encoding: str
     content_start: int = 0
-    content_end: int = -1
+    content_end: int | None = None  # None = end of text
 
     @property
     def body(self) -> str:

@@ -207,8 +207,13 @@ def check_target(repo: Path) -> None:
     parent = repo.resolve().parent
     if not parent.is_dir():
         raise RepositoryError(f"{repo}: parent directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise RepositoryError(f"{repo}: directory {parent} is not writable")
+    # os.access says yes to root everywhere; only really creating something tells the truth.
+    probe = parent / f".{repo.name}.probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as exc:
+        raise RepositoryError(f"{repo}: cannot write in {parent} ({exc.strerror or exc})") from None
 
 
 def staging_dir(repo: Path) -> Path:

@@ -91,6 +91,28 @@ class RetrieveSettings(_Section):
     )
     structural_guidance: bool = Field(True, description="Show paths/community hints in the evidence.")
     top_k: int = Field(20, ge=1, description="Candidates per retriever before fusion.")
+    hop1_k: int = Field(50, ge=1, description="Dense hits whose cosines are kept for the RCS gate (hop-1 scores).")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant k in 1/(k + rank).")
+    dense_search: Literal["memory", "lancedb"] = Field(
+        "memory", description="Dense search: exact cosine over the stored vectors in memory, or a LanceDB query."
+    )
+    max_links: int = Field(5, ge=0, description="Most entities a question is linked to.")
+    fuzzy_link_threshold: float = Field(0.88, ge=0.0, le=1.0, description="difflib ratio for a fuzzy entity link.")
+    embedding_link_threshold: float = Field(
+        0.82, ge=0.0, le=1.0, description="Cosine between a mention and an entity name for an embedding link."
+    )
+    max_paths: int = Field(3, ge=0, description="Most graph paths the path operator returns.")
+    max_hops: int = Field(3, ge=1, le=3, description="Longest path (edges) the path operator follows.")
+    max_communities: int = Field(3, ge=0, description="Most communities the community operator opens.")
+    router: Literal["rules", "llm"] = Field(
+        "rules", description="Who classifies the evidence need: rules + prototypes, or the LLM (prompts/route_query)."
+    )
+    rerank_model: str = Field(
+        "", description="Local sentence-transformers CrossEncoder directory for reranking; empty = sentence-window "
+        "scoring with the embedding model."
+    )
+    rerank_pool: int = Field(30, ge=1, description="Fused candidates the rerank operator scores.")
+    max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a clear message.")
 
 
 class ConfidenceSettings(_Section):
@@ -169,9 +191,13 @@ def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
     """
     layer: dict[str, Any] = {}
     for key, raw in environ.items():
-        if not key.startswith("PAGERAG_") or key == "PAGERAG_CONFIG":
+        if not key.startswith("PAGERAG_"):
             continue
         parts = key[len("PAGERAG_") :].lower().split("__")
+        # PAGERAG_CACHE_DIR, PAGERAG_DEBUG, … are process variables, not settings; a misspelt
+        # PAGERAG_SECTION__FIELD still reaches validation and fails with a clear message.
+        if len(parts) == 1 and parts[0] not in Settings.model_fields:
+            continue
         value = _parse_scalar(raw)
         node = layer
         for part in parts[:-1]:

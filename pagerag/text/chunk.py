@@ -66,7 +66,7 @@ def chunk_documents(
     for doc in docs:
         passages.extend(chunk_document(doc, settings, count_wordpieces))
         if progress:
-            progress(doc.content_end - doc.content_start)
+            progress(len(doc.body))
     return passages
 
 
@@ -79,7 +79,7 @@ def chunk_document(
     eager = count_wordpieces is not None and settings.tokens * _PIECES_PER_TOKEN > cap
     budget = _Budget(settings.tokens, cap if eager else _NO_CAP, settings.overlap)
     counter = count_wordpieces if eager else None
-    body_end = doc.content_end if doc.content_end >= 0 else len(doc.text)  # -1: the record's "unset"
+    body_end = len(doc.text) if doc.content_end is None or doc.content_end < 0 else doc.content_end
     spans = split_sentences(doc.text, doc.content_start, body_end)
     units = _fit(doc.text, _measure(doc.text, spans, encoding, counter), encoding, counter, budget)
     windows = _pack_windows(units, budget)
