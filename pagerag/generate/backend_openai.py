@@ -143,7 +143,9 @@ class OpenAIBackend:
         try:
             response = self._client.chat.completions.create(**request)
             choice = _first_choice(response)
-        except (openai.BadRequestError, openai.UnprocessableEntityError):
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            if "logprob" not in _server_message(exc).lower():
+                raise self._backend_error(exc, "yes/no log-probability request") from None
             self._logprobs_supported = False  # the server does not take `logprobs`
             return None
         except Exception as exc:  # noqa: BLE001

@@ -3,6 +3,7 @@ replies, usage, streaming, JSON mode, yes/no log-probabilities, and every fault 
 one BackendError line within a bounded time."""
 from __future__ import annotations
 
+import math
 import socket
 import time
 
@@ -151,6 +152,15 @@ def test_yes_no_logprob_is_none_when_the_server_cannot_give_logprobs(mode):
         assert llm.yes_no_logprob(QUESTION) is None
         assert server.counts["/v1/chat/completions"] == 1  # learnt once, not asked again
         assert ask(llm).text.startswith("echo:")  # ordinary completions still work
+
+
+def test_yes_no_logprob_reports_other_client_errors():
+    with LoopbackOpenAIServer(mode="4xx", status=400) as server:
+        llm = backend(server, model="m")
+        with pytest.raises(BackendError) as info:
+            llm.yes_no_logprob(QUESTION)
+    assert_one_line(info.value, "HTTP 400", "yes/no log-probability request")
+    assert llm._logprobs_supported  # a bad request is not proof that logprobs are unsupported
 
 
 # ---- faults ---------------------------------------------------------------------------------
