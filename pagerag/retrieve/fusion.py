@@ -1,0 +1,57 @@
+"""Fuse the operators' ranked lists into one pool, then let the rerank operator reorder it.
+
+Fusion is weighted reciprocal-rank fusion: an operator's weight is its budget share in the plan,
+so the route decides how much each operator's opinion counts. Rerank adds its own
+reciprocal-rank term (RERANK_WEIGHT) over the best-window scores of the top of the pool.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .operators import OperatorResult
+from .records import Plan
+from .rerank import WindowScore
+
+RERANK_WEIGHT = 1.0
+
+
+@dataclass
+class PoolItem:
+    row: int
+    fused: float
+    operators: dict[str, dict[str, float]] = field(default_factory=dict)  # op -> components + score
+    paths: list[str] = field(default_factory=list)
+    communities: list[str] = field(default_factory=list)
+    window: WindowScore | None = None
+    final: float = 0.0
+
+
+def fuse(results: list[OperatorResult], plan: Plan, k: int) -> list[PoolItem]:
+    """One item per passage, best fused score first."""
+    pool: dict[int, PoolItem] = {}
+    for result in results:
+        weight = plan.shares.get(result.name, 0.0)
+        for rank, cand in enumerate(result.candidates, start=1):
+            item = pool.setdefault(cand.row, PoolItem(row=cand.row, fused=0.0))
+            item.fused += weight / (k + rank)
+            item.operators[result.name] = {"score": round(cand.score, 6), **cand.components}
+            item.paths += [p for p in cand.paths if p not in item.paths]
+            item.communities += [c for c in cand.communities if c not in item.communities]
+    items = sorted(pool.values(), key=lambda it: (-it.fused, it.row))
+    for it in items:
+        it.final = it.fused
+    return items
+
+
+def apply_rerank(items: list[PoolItem], scores: list[WindowScore], k: int) -> list[PoolItem]:
+    """Add the rerank term to the scored items and reorder the pool by the final score."""
+    by_row = {s.row: s for s in scores}
+    ranked = sorted(scores, key=lambda s: -s.score)
+    rank_of = {s.row: r for r, s in enumerate(ranked, start=1)}
+    for it in items:
+        it.final = it.fused
+        if it.row in by_row:
+            it.window = by_row[it.row]
+            it.final += RERANK_WEIGHT / (k + rank_of[it.row])
+    # Unscored items keep their fused score but never outrank scored ones of the same pool head.
+    return sorted(items, key=lambda it: (it.window is None, -it.final, it.row))

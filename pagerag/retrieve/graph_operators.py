@@ -1,0 +1,209 @@
+"""Graph operators: neighbour O_n, path O_p and community O_c.
+
+Each reads the graph view the plan names (governed or raw) and turns structure back into the
+passages it came from (provenance), so graph evidence is always quotable source text.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .operators import Candidate, OperatorResult, Query, best_rows, similarities
+from .plan import strong_links
+from .records import Hint
+from .state import EdgeInfo, GraphView
+
+# How much graph strength counts against question similarity when ranking graph passages.
+STRUCTURE_WEIGHT = 0.25
+PASSAGES_PER_EDGE = 2
+PASSAGES_PER_COMMUNITY = 3
+MAX_PATH_ENDPOINTS = 4
+MAX_BRANCH = 60  # neighbours of a path endpoint explored for 3-hop paths (heaviest first)
+
+
+def edge_strength(weight: float) -> float:
+    """A saturating map of co-occurrence/relation weight to (0, 1): 1 -> 0.28, 3 -> 0.63, 10 -> 0.96."""
+    return 1.0 - math.exp(-max(weight, 0.0) / 3.0)
+
+
+def view_for(query: Query) -> GraphView:
+    return query.state.view(query.plan.graph)
+
+
+# --------------------------------------------------------------------------------------------
+# Neighbour
+
+
+def neighbour(query: Query) -> OperatorResult:
+    """O_n: the passages behind each linked entity's edges (its 1-hop neighbourhood) and its own
+    mentions, scored by question similarity plus edge strength (an edge to another linked entity
+    counts most)."""
+    view = view_for(query)
+    links = [l for l in strong_links(query.analysis) if l.entity_id in view.entity_row]
+    linked = {l.entity_id for l in links}
+    structure: dict[int, float] = {}
+    index = query.state.passage_index
+    for link in links:
+        entity = view.entity(link.entity_id)
+        for pid in entity.passage_ids:
+            if pid in index:
+                _keep_max(structure, index[pid], 0.3 * link.score)
+        adjacency = view.nx[link.entity_id] if link.entity_id in view.nx else {}
+        for other, data in adjacency.items():
+            info: EdgeInfo = data["info"]
+            strength = link.score * edge_strength(info.weight) + (0.5 if other in linked else 0.0)
+            for rid in info.relation_ids:
+                for pid in view.relation_by_id[rid].passage_ids:
+                    if pid in index:
+                        _keep_max(structure, index[pid], strength)
+    rows = list(structure)
+    sims = similarities(query, rows)
+    scored = sorted(
+        (Candidate(row=r, score=float(s) + STRUCTURE_WEIGHT * structure[r],
+                   components={"similarity": round(float(s), 4), "structure": round(structure[r], 4)})
+         for r, s in zip(rows, sims)),
+        key=lambda c: -c.score,
+    )
+    return OperatorResult("neighbour", scored[: query.plan.top_k])
+
+
+def _keep_max(scores: dict[int, float], row: int, value: float) -> None:
+    if value > scores.get(row, -1.0):
+        scores[row] = value
+
+
+# --------------------------------------------------------------------------------------------
+# Path
+
+
+@dataclass
+class GraphPath:
+    nodes: list[str]
+    score: float
+    description: str
+
+
+def path(query: Query) -> OperatorResult:
+    """O_p: the best short paths (<= max_hops edges) between linked entities; evidence is the
+    passages behind each edge, and each path gets a one-line description."""
+    view = view_for(query)
+    ends = [l.entity_id for l in strong_links(query.analysis) if l.entity_id in view.nx][:MAX_PATH_ENDPOINTS]
+    found: list[GraphPath] = []
+    for a, b in itertools.combinations(dict.fromkeys(ends), 2):
+        found += [_describe(view, nodes, score) for nodes, score in
+                  paths_between(view, a, b, query.plan.max_hops, query.plan.max_paths, query.vector)]
+    found.sort(key=lambda p: -p.score)
+    chosen = found[: query.plan.max_paths]
+    candidates: dict[int, Candidate] = {}
+    hints = []
+    for gp in chosen:
+        rows_of_path: list[str] = []
+        for u, v in zip(gp.nodes, gp.nodes[1:]):
+            info: EdgeInfo = view.nx[u][v]["info"]
+            pids = [pid for rid in info.relation_ids for pid in view.relation_by_id[rid].passage_ids]
+            for row, sim in best_rows(query, pids, PASSAGES_PER_EDGE):
+                score = sim + STRUCTURE_WEIGHT * gp.score
+                cand = candidates.get(row)
+                if cand is None or score > cand.score:
+                    candidates[row] = cand = Candidate(
+                        row=row, score=score, paths=cand.paths if cand else [],
+                        components={"similarity": round(sim, 4), "path": round(gp.score, 4)})
+                if gp.description not in cand.paths:
+                    cand.paths.append(gp.description)
+                rows_of_path.append(query.state.passages[row].passage_id)
+        hints.append(Hint(kind="path", text=gp.description, score=round(gp.score, 4),
+                          passage_ids=list(dict.fromkeys(rows_of_path))))
+    return OperatorResult("path", sorted(candidates.values(), key=lambda c: -c.score), hints)
+
+
+def paths_between(view: GraphView, a: str, b: str, max_hops: int, k: int, qvec: np.ndarray
+                  ) -> list[tuple[list[str], float]]:
+    """The k best simple paths a..b of at most `max_hops` edges, by bounded enumeration.
+
+    Longer paths are only looked for when shorter ones do not already give k. A path's score is
+    the geometric mean of its edge strengths, times 0.85 per extra hop, times how relevant and
+    specific its middle entities are (a hub like "man" is a poor bridge).
+    """
+    g = view.nx
+    if a == b or a not in g or b not in g:
+        return []
+    paths: list[list[str]] = []
+    if g.has_edge(a, b):
+        paths.append([a, b])
+    nb_b = set(g[b])
+    if max_hops >= 2 and len(paths) < k:
+        paths += [[a, x, b] for x in set(g[a]) & nb_b if x not in (a, b)]
+    if max_hops >= 3 and len(paths) < k:
+        heavy = sorted(g[a], key=lambda x: -g[a][x]["info"].weight)[:MAX_BRANCH]
+        for x in heavy:
+            if x == b:
+                continue
+            for y in set(g[x]) & nb_b:
+                if y not in (a, x, b):
+                    paths.append([a, x, y, b])
+    scored = [(p, _path_score(view, p, qvec)) for p in paths]
+    scored.sort(key=lambda t: -t[1])
+    return scored[:k]
+
+
+def _path_score(view: GraphView, nodes: list[str], qvec: np.ndarray) -> float:
+    strengths = [edge_strength(view.nx[u][v]["info"].weight) for u, v in zip(nodes, nodes[1:])]
+    score = math.exp(sum(math.log(max(s, 1e-6)) for s in strengths) / len(strengths))
+    score *= 0.85 ** (len(strengths) - 1)
+    middle = [view.entity_row[n] for n in nodes[1:-1]]
+    if middle:
+        rel = [0.5 * max(float(view.entity_vectors[r] @ qvec), 0.0) + 0.5 * float(view.specificity[r]) for r in middle]
+        score *= 0.5 + 0.5 * (sum(rel) / len(rel))
+    return score
+
+
+def _describe(view: GraphView, nodes: list[str], score: float) -> GraphPath:
+    """"Syme —[recruited by]→ policeman ←[meets]— Gregory": the strongest relation per edge."""
+    parts = [view.entity(nodes[0]).name]
+    for u, v in zip(nodes, nodes[1:]):
+        info: EdgeInfo = view.nx[u][v]["info"]
+        rels = [view.relation_by_id[r] for r in info.relation_ids]
+        best = max(rels, key=lambda r: (r.kind == "svo", r.weight))
+        label = best.label or best.kind
+        arrow = f" —[{label}]→ " if best.source == u else f" ←[{label}]— "
+        parts.append(arrow + view.entity(v).name)
+    return GraphPath(nodes=nodes, score=score, description="".join(parts))
+
+
+# --------------------------------------------------------------------------------------------
+# Community
+
+
+def community(query: Query) -> OperatorResult:
+    """O_c (map-reduce-lite): pick the communities whose title+summary best match the question,
+    keep each one's summary as a hint and its passages most similar to the question."""
+    view = view_for(query)
+    if not view.graph.communities or query.plan.max_communities == 0:
+        return OperatorResult("community", [])
+    vectors = query.state.community_vectors(view, query.encode)
+    sims = vectors @ query.vector
+    picked = []
+    for i in np.argsort(-sims, kind="stable"):
+        c = view.graph.communities[int(i)]
+        if any(c.parent == p.community_id or p.parent == c.community_id for p, _ in picked):
+            continue  # a parent or child of a picked community adds little
+        picked.append((c, float(sims[i])))
+        if len(picked) >= query.plan.max_communities:
+            break
+    candidates: dict[int, Candidate] = {}
+    hints = []
+    for c, csim in picked:
+        label = c.title or c.community_id
+        for row, sim in best_rows(query, c.passage_ids, PASSAGES_PER_COMMUNITY):
+            score = sim + STRUCTURE_WEIGHT * csim
+            cand = candidates.get(row)
+            if cand is None or score > cand.score:
+                candidates[row] = cand = Candidate(row=row, score=score, communities=cand.communities if cand else [],
+                                                   components={"similarity": round(sim, 4), "community": round(csim, 4)})
+            cand.communities.append(c.community_id)
+        hints.append(Hint(kind="community", text=f"{label}: {c.summary}".strip(), score=round(csim, 4),
+                          passage_ids=list(c.passage_ids[:PASSAGES_PER_COMMUNITY * 4])))
+    return OperatorResult("community", sorted(candidates.values(), key=lambda c: -c.score), hints)

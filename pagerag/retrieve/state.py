@@ -1,0 +1,216 @@
+"""Per-repository query state, built once per process and reused by every question.
+
+Opening a repository reads tables lazily; a question should not pay for that twice. `get_state`
+caches, per repository directory (and manifest version), the passages and their vectors, and
+per graph kind a `GraphView`: the networkx graph with aggregated edges, the entity name index
+used by the linker, and the entity name vectors. Community summary vectors are embedded the
+first time a global question needs them (and kept on disk in the cache, keyed by repository).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import RepositoryError
+from ..records import Community, Entity, Graph, Relation
+
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
+_NON_WORD = re.compile(r"[^\w\s-]")
+_SPACES = re.compile(r"\s+")
+_LEADING_ARTICLE = re.compile(r"^(the|a|an) ")
+
+
+def normalise_name(text: str) -> str:
+    """The form names are matched in: lower case, no possessive 's, no punctuation, no article."""
+    text = _POSSESSIVE.sub("", text.replace("\u2019", "'").lower())
+    text = _SPACES.sub(" ", _NON_WORD.sub(" ", text)).strip()
+    return _LEADING_ARTICLE.sub("", text)
+
+
+@dataclass
+class EdgeInfo:
+    """All relations between one pair of entities, aggregated for the undirected graph."""
+
+    weight: float
+    relation_ids: list[str]
+
+
+@dataclass
+class GraphView:
+    kind: str
+    graph: Graph
+    nx: Any  # networkx.Graph over entity ids; edge attribute "info" -> EdgeInfo
+    entity_row: dict[str, int]
+    relation_by_id: dict[str, Relation]
+    name_index: dict[str, list[tuple[int, str]]]  # normalised name -> [(entity row, "name"|"alias")]
+    names_by_initial: dict[str, list[str]]  # first letter -> normalised names (fuzzy blocking)
+    specificity: np.ndarray  # per entity: idf of its passages, in [0, 1]
+    entity_vectors: np.ndarray
+    community_by_id: dict[str, Community] = field(default_factory=dict)
+    _community_vectors: np.ndarray | None = None
+
+    def entity(self, entity_id: str) -> Entity:
+        return self.graph.entities[self.entity_row[entity_id]]
+
+
+class RepoState:
+    """Everything a question needs from one repository, loaded once."""
+
+    def __init__(self, path: Path):
+        from ..repository import Repository
+
+        self.repo = Repository.open(path)
+        self.path = self.repo.path
+        self._views: dict[str, GraphView] = {}
+        self._lock = threading.Lock()
+        try:
+            self.passages = self.repo.passages
+            self.passage_index = self.repo.passage_index
+            self.vectors = np.ascontiguousarray(self.repo.passage_vectors, dtype=np.float32)
+        except RepositoryError:
+            raise
+        except Exception as exc:  # a half-written or damaged table: name it, no traceback
+            raise RepositoryError(f"{path}: repository is damaged or half-written ({_short(exc)}); rebuild it") from None
+        if self.vectors.shape[0] != len(self.passages):
+            raise RepositoryError(f"{path}: {self.vectors.shape[0]} passage vectors for {len(self.passages)} passages; rebuild it")
+        self.passage_tokens = np.array([p.n_tokens for p in self.passages], dtype=np.int64)
+
+    @functools.cached_property
+    def bm25(self):
+        try:
+            return self.repo.bm25
+        except Exception as exc:
+            raise RepositoryError(f"{self.path}: BM25 index is unreadable ({_short(exc)}); rebuild it") from None
+
+    @functools.cached_property
+    def key(self) -> str:
+        """A digest naming this repository version (for on-disk caches)."""
+        created = str(self.repo.manifest.get("created", ""))
+        return hashlib.sha256(f"{self.path.resolve()}|{created}|{len(self.passages)}".encode()).hexdigest()[:20]
+
+    def source_text(self, doc_id: str) -> str:
+        return self.repo.source_text(doc_id)
+
+    def view(self, kind: str) -> GraphView:
+        with self._lock:
+            if kind not in self._views:
+                self._views[kind] = self._load_view(kind)
+            return self._views[kind]
+
+    def _load_view(self, kind: str) -> GraphView:
+        try:
+            graph = self.repo.graph(kind)
+            vectors = np.ascontiguousarray(self.repo.entity_vectors(kind), dtype=np.float32)
+        except Exception as exc:
+            raise RepositoryError(f"{self.path}: the {kind} graph is unreadable ({_short(exc)}); rebuild it") from None
+        return build_view(kind, graph, vectors, n_passages=len(self.passages))
+
+    def community_vectors(self, view: GraphView, embed) -> np.ndarray:
+        """Title + summary embeddings of the view's communities, computed once (disk-cached)."""
+        if view._community_vectors is None:
+            view._community_vectors = _cached_vectors(
+                f"{self.key}-communities-{view.kind}", [f"{c.title}. {c.summary}" for c in view.graph.communities], embed
+            )
+        return view._community_vectors
+
+
+def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: int) -> GraphView:
+    import networkx as nx
+
+    entity_row = {e.entity_id: i for i, e in enumerate(graph.entities)}
+    g = nx.Graph()
+    g.add_nodes_from(entity_row)
+    for rel in graph.relations:
+        if rel.source not in entity_row or rel.target not in entity_row or rel.source == rel.target:
+            continue
+        if g.has_edge(rel.source, rel.target):
+            info: EdgeInfo = g[rel.source][rel.target]["info"]
+            info.weight += float(rel.weight)
+            info.relation_ids.append(rel.relation_id)
+        else:
+            g.add_edge(rel.source, rel.target, info=EdgeInfo(float(rel.weight), [rel.relation_id]))
+    name_index: dict[str, list[tuple[int, str]]] = {}
+    for row, entity in enumerate(graph.entities):
+        for form, how in [(entity.name, "name"), *((a, "alias") for a in entity.aliases)]:
+            norm = normalise_name(form)
+            if norm and (row, how) not in name_index.get(norm, []):
+                name_index.setdefault(norm, []).append((row, how))
+    by_initial: dict[str, list[str]] = {}
+    for norm in name_index:
+        by_initial.setdefault(norm[0], []).append(norm)
+    if entity_vectors.shape[0] != len(graph.entities):
+        entity_vectors = np.zeros((len(graph.entities), entity_vectors.shape[1] if entity_vectors.ndim == 2 else 384), np.float32)
+    return GraphView(
+        kind=kind, graph=graph, nx=g, entity_row=entity_row,
+        relation_by_id={r.relation_id: r for r in graph.relations},
+        name_index=name_index, names_by_initial=by_initial,
+        specificity=_specificity(graph.entities, n_passages),
+        entity_vectors=entity_vectors,
+        community_by_id={c.community_id: c for c in graph.communities},
+    )
+
+
+def _specificity(entities: list[Entity], n_passages: int) -> np.ndarray:
+    """idf of each entity's passages scaled to [0, 1]: "man" (everywhere) ~0, a rare name ~1."""
+    n = max(n_passages, 2)
+    df = np.array([max(len(e.passage_ids), 1) for e in entities], dtype=np.float64)
+    return np.clip(np.log(n / df) / math.log(n), 0.0, 1.0) if len(entities) else np.zeros(0)
+
+
+def _cached_vectors(name: str, texts: list[str], embed) -> np.ndarray:
+    """Embed `texts` once; keep the matrix under the pagerag cache dir (a pure function of texts)."""
+    from ..offline import cache_root
+
+    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
+    path = cache_root() / "retrieve" / f"{name}-{digest}.npy"
+    if path.is_file():
+        try:
+            vectors = np.load(path)
+            if vectors.shape[0] == len(texts):
+                return vectors
+        except (OSError, ValueError):
+            pass
+    vectors = embed(texts) if texts else np.zeros((0, 384), dtype=np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{id(texts)}.npy")
+    np.save(tmp, vectors)
+    tmp.replace(path)
+    return vectors
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or exc.__class__.__name__
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
+_STATES: dict[tuple[str, float], RepoState] = {}
+_STATES_LOCK = threading.Lock()
+
+
+def get_state(path: str | Path) -> RepoState:
+    """The cached state of the repository at `path` (reloaded when its manifest changes)."""
+    from ..repository import MANIFEST, read_manifest
+
+    path = Path(path)
+    read_manifest(path)  # raises a one-line RepositoryError for a missing or foreign directory
+    resolved = path.resolve()
+    try:
+        stamp = (resolved / MANIFEST).stat().st_mtime
+    except OSError:
+        stamp = 0.0
+    key = (str(resolved), stamp)
+    with _STATES_LOCK:
+        state = _STATES.get(key)
+        if state is None:
+            for old in [k for k in _STATES if k[0] == key[0]]:
+                del _STATES[old]  # a rebuilt repository replaces its old state
+            state = _STATES[key] = RepoState(resolved)
+        return state
