@@ -35,7 +35,7 @@ def select(items: list[PoolItem], plan: Plan, state: RepoState, encoding: str = 
             if op not in it.operators or it.row in chosen:
                 continue
             span = _fit(it, state, min(quota - spent, budget - used), encoding, allow_trim=False)
-            if span is None:
+            if span is None or _mostly_repeats(span, chosen.values(), state):
                 continue
             chosen[it.row] = span
             spent += span.tokens
@@ -47,7 +47,7 @@ def select(items: list[PoolItem], plan: Plan, state: RepoState, encoding: str = 
         if room < MIN_TRIM_TOKENS and chosen:
             break
         span = _fit(it, state, room, encoding, allow_trim=True)
-        if span is not None:
+        if span is not None and not _mostly_repeats(span, chosen.values(), state):
             chosen[it.row] = span
             used += span.tokens
     if not chosen and items:
@@ -56,6 +56,19 @@ def select(items: list[PoolItem], plan: Plan, state: RepoState, encoding: str = 
             chosen[items[0].row] = span
     order = {it.row: i for i, it in enumerate(items)}
     return sorted(chosen.values(), key=lambda s: order[s.item.row])
+
+
+def _mostly_repeats(span: _Span, chosen, state: RepoState) -> bool:
+    """True when over half of `span` is already quoted (neighbouring passages overlap)."""
+    doc = state.passages[span.item.row].doc_id
+    length = max(span.end - span.start, 1)
+    for other in chosen:
+        if state.passages[other.item.row].doc_id != doc:
+            continue
+        overlap = min(span.end, other.end) - max(span.start, other.start)
+        if overlap > length / 2:
+            return True
+    return False
 
 
 def _fit(it: PoolItem, state: RepoState, room: int, encoding: str, allow_trim: bool) -> _Span | None:

@@ -2,8 +2,8 @@
 
 Three passes, each only over what the previous one left unlinked:
 1. exact: word n-grams of the question (longest first) looked up in the name/alias index;
-2. fuzzy: capitalised or long words against names with the same first letter (difflib ratio),
-   which catches spelling variants ("Scrooges", "Cratchitt");
+2. fuzzy: capitalised or long words against the words of names with the same first letter
+   (difflib ratio), which catches spelling variants ("Scroge", "Cratchitt");
 3. embedding: the remaining name-like spans (capitalised runs) against the entity name vectors.
 
 A link's score is its match quality times (0.5 + 0.5 * specificity), so a generic noun phrase
@@ -108,13 +108,16 @@ def link_fuzzy(question: str, tokens: list[Token], covered: set[int], view: Grap
         norm = normalise_name(tok.text)
         if len(norm) < 4:
             continue
-        candidates = view.names_by_initial.get(norm[0], [])
-        best = difflib.get_close_matches(norm, candidates, n=1, cutoff=threshold)
+        words = view.words_by_initial.get(norm[0], [])
+        best = difflib.get_close_matches(norm, words, n=1, cutoff=threshold)
         if not best:
             continue
         ratio = difflib.SequenceMatcher(None, norm, best[0]).ratio()
-        for row, _ in view.name_index[best[0]]:
-            links.append(_link(question, tok.start, tok.end, view.graph.entities[row], "fuzzy", ratio, view, row))
+        for name in view.names_of_word[best[0]]:
+            # A word of a longer name ("Cratchit" of "Bob Cratchit") is a slightly weaker match.
+            quality = ratio if name == best[0] else 0.9 * ratio
+            for row, _ in view.name_index[name]:
+                links.append(_link(question, tok.start, tok.end, view.graph.entities[row], "fuzzy", quality, view, row))
         newly.add(i)
     return links, newly
 

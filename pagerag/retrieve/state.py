@@ -51,7 +51,8 @@ class GraphView:
     entity_row: dict[str, int]
     relation_by_id: dict[str, Relation]
     name_index: dict[str, list[tuple[int, str]]]  # normalised name -> [(entity row, "name"|"alias")]
-    names_by_initial: dict[str, list[str]]  # first letter -> normalised names (fuzzy blocking)
+    words_by_initial: dict[str, list[str]]  # first letter -> words of names (fuzzy blocking)
+    names_of_word: dict[str, list[str]]  # a word (>= 4 letters) -> normalised names containing it
     specificity: np.ndarray  # per entity: idf of its passages, in [0, 1]
     entity_vectors: np.ndarray
     community_by_id: dict[str, Community] = field(default_factory=dict)
@@ -143,15 +144,20 @@ def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: 
             norm = normalise_name(form)
             if norm and (row, how) not in name_index.get(norm, []):
                 name_index.setdefault(norm, []).append((row, how))
-    by_initial: dict[str, list[str]] = {}
+    names_of_word: dict[str, list[str]] = {}
     for norm in name_index:
-        by_initial.setdefault(norm[0], []).append(norm)
+        for word in set(norm.split()):
+            if len(word) >= 4:
+                names_of_word.setdefault(word, []).append(norm)
+    by_initial: dict[str, list[str]] = {}
+    for word in names_of_word:
+        by_initial.setdefault(word[0], []).append(word)
     if entity_vectors.shape[0] != len(graph.entities):
         entity_vectors = np.zeros((len(graph.entities), entity_vectors.shape[1] if entity_vectors.ndim == 2 else 384), np.float32)
     return GraphView(
         kind=kind, graph=graph, nx=g, entity_row=entity_row,
         relation_by_id={r.relation_id: r for r in graph.relations},
-        name_index=name_index, names_by_initial=by_initial,
+        name_index=name_index, words_by_initial=by_initial, names_of_word=names_of_word,
         specificity=_specificity(graph.entities, n_passages),
         entity_vectors=entity_vectors,
         community_by_id={c.community_id: c for c in graph.communities},

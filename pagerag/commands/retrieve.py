@@ -1,0 +1,69 @@
+"""`pagerag retrieve "QUESTION" --repo R [--pipeline NAME] [--budget TOKENS] [--json]`.
+
+Prints the analysis, the plan and the cited evidence (rich tables), or JSON with the keys
+analysis, plan, evidence, hints, signals, timings_ms. Register with `app.command()(retrieve)`.
+Heavy imports happen inside the function so `pagerag --help` stays fast.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def retrieve(
+    question: str = typer.Argument(..., help="The question to find evidence for."),
+    repo: Path = typer.Option(..., "--repo", "-r", help="Repository directory."),
+    pipeline: Optional[str] = typer.Option(None, "--pipeline", "-p", help="Pipeline preset (pipelines/<name>.toml); default full."),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Evidence budget in tiktoken tokens (default: retrieve.budget_tokens, 2000)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: analysis, plan, evidence, hints, signals, timings_ms."),
+) -> None:
+    """Show how a question is routed and the cited evidence it gets (no LLM involved)."""
+    from ..errors import InputError
+    from ..retrieve.api import retrieve as run
+    from ..settings import load_settings
+
+    if budget is not None and budget <= 0:
+        raise InputError(f"--budget must be a positive number of tokens, got {budget}")
+    settings = load_settings(pipeline=pipeline)
+    result = run(question, repo, settings, budget=budget)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+        return
+    print_retrieval(result)
+
+
+def print_retrieval(result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    a, p = result.analysis, result.plan
+    links = ", ".join(f"{l.mention} → {l.name} ({l.method} {l.score:.2f})" for l in a.links) or "none"
+    console.print(f"[bold]need[/bold] {a.need}  [dim]({a.decided_by}: {a.reason})[/dim]")
+    console.print(f"[bold]entities[/bold] {links}")
+    for note in a.notes:
+        console.print(f"[yellow]note[/yellow] {note}")
+    shares = ", ".join(f"{op} {share:.0%}" for op, share in p.shares.items())
+    console.print(f"[bold]plan[/bold] {' → '.join(p.operators) or 'nothing'}  [dim]budget {p.budget_tokens} tokens: {shares}; graph {p.graph}[/dim]")
+    for reason in p.reasons[1:]:
+        console.print(f"  [dim]- {reason}[/dim]")
+    for hint in result.hints:
+        console.print(f"[bold]{hint.kind}[/bold] {hint.text}")
+    table = Table(title=f"evidence: {len(result.evidence)} spans, {result.evidence_tokens} tokens")
+    table.add_column("#", justify="right")
+    table.add_column("passage", no_wrap=True)
+    table.add_column("span")
+    table.add_column("found by")
+    table.add_column("text", ratio=1, overflow="fold")
+    for ev in result.evidence:
+        text = " ".join(ev.text.split())
+        table.add_row(str(ev.rank), ev.passage_id, f"{ev.start}-{ev.end}{' (part)' if ev.trimmed else ''}",
+                      ", ".join(ev.operators), text if len(text) <= 200 else text[:199] + "…")
+    console.print(table)
+    steps = {k: v for k, v in result.timings_ms.items() if k not in ("total",)}
+    console.print("[dim]" + "  ".join(f"{k} {v:.0f} ms" for k, v in steps.items()) +
+                  f"  | query {result.timings_ms.get('total', 0):.0f} ms[/dim]")
