@@ -86,8 +86,7 @@ def build_repository(
 
     repo = Path(repo)
     check_target(repo)
-    if settings.extract.extractor == "llm":
-        raise ConfigError("the llm extractor is not available yet in this version; use --extractor nlp")
+    llm = _extraction_llm(settings)
     clean_stale_staging(repo)
     cache = StageCache(cache_dir_for(repo))
     timings: dict[str, float] = {}
@@ -98,10 +97,10 @@ def build_repository(
     docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths], settings.chunk))
     try:
         with StageProgress(show_progress) as progress:
-            passages, vectors, graphs, entity_vectors, bm25 = _run_stages(docs, settings, cache, progress, timings)
+            passages, vectors, graphs, entity_vectors, bm25, tokens = _run_stages(docs, settings, cache, progress, timings, llm)
             t0 = time.perf_counter()
             with progress.stage("publish", 3) as advance:
-                manifest = _manifest(docs, passages, graphs, settings, timings, started)
+                manifest = _manifest(docs, passages, graphs, settings, timings, started, llm, tokens)
                 write_repository_files(staging, docs, passages, vectors, bm25, graphs, entity_vectors, manifest)
                 advance(1)
                 validate_repository(staging)
@@ -130,7 +129,22 @@ def _timed(timings: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
     return value
 
 
-def _run_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, progress: StageProgress, timings):
+def _extraction_llm(settings: Settings):
+    """The LLM for `--extractor llm` (None for nlp); fails before any work when none is configured."""
+    if settings.extract.extractor != "llm":
+        return None
+    from .generate.llm import get_llm
+
+    llm = get_llm(settings.llm)
+    if llm is None:
+        raise ConfigError(
+            "--extractor llm needs an LLM: set llm.base_url (or OPENAI_BASE_URL) for an OpenAI-compatible "
+            "server, or llm.gguf (PAGERAG_LLM__GGUF) for a local GGUF"
+        )
+    return llm
+
+
+def _run_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, progress: StageProgress, timings, llm=None):
     from .index.embed import get_embedder, get_wordpiece_counter
     from .index.lexical import BM25Index
     from .text.chunk import chunk_documents
@@ -148,8 +162,8 @@ def _run_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, pr
     with progress.stage("index", 1) as advance:
         bm25 = _timed(timings, "index", lambda: BM25Index.build(texts))
         advance(1)
-    graphs, entity_vectors = _build_graphs(passages, settings, cache, progress, timings, passages_key)
-    return passages, vectors, graphs, entity_vectors, bm25
+    graphs, entity_vectors, tokens = _build_graphs(passages, settings, cache, progress, timings, passages_key, llm)
+    return passages, vectors, graphs, entity_vectors, bm25, tokens
 
 
 EMBED_BLOCK = 256  # passages per cached block: a killed build loses at most one block of work
@@ -172,18 +186,25 @@ def _embed_in_blocks(texts: list[str], settings: Settings, cache: StageCache, pr
     return np.concatenate(blocks) if blocks else np.zeros((0, 384), dtype=np.float32)
 
 
-def _build_graphs(passages, settings: Settings, cache: StageCache, progress, timings, passages_key):
+def _build_graphs(passages, settings: Settings, cache: StageCache, progress, timings, passages_key, llm=None):
     from .graph.communities import detect_communities
     from .graph.extract_nlp import extract_nlp
     from .graph.govern import govern
     from .graph.summaries import summarise_communities
     from .index.embed import get_embedder
 
-    def extract() -> Graph:
+    def extract() -> tuple[Graph, dict[str, int]]:
         with progress.stage("extract", len(passages)) as advance:
-            return extract_nlp(passages, settings.extract, progress=advance)
+            if llm is None:
+                return extract_nlp(passages, settings.extract, progress=advance), {"prompt": 0, "completion": 0}
+            from .graph.extract_llm import ExtractionCost, extract_llm
 
-    raw = _timed(timings, "extract", lambda: cache.get_or_compute("extract", digest(passages_key, settings.extract.model_dump()), extract))
+            cost = ExtractionCost()
+            graph = extract_llm(passages, llm, progress=advance, cost=cost)
+            return graph, {"prompt": cost.prompt_tokens, "completion": cost.completion_tokens}
+
+    extractor_id = [settings.extract.model_dump(), getattr(llm, "name", None), getattr(llm, "model", None)]
+    raw, tokens = _timed(timings, "extract", lambda: cache.get_or_compute("extract", digest(passages_key, extractor_id), extract))
     embedder = get_embedder(settings.embed.model, settings.embed.threads)
     with progress.stage("govern", 1) as advance:
         governed = _timed(timings, "govern", lambda: govern(raw, passages, settings.govern, embed=embedder.encode))
@@ -200,10 +221,12 @@ def _build_graphs(passages, settings: Settings, cache: StageCache, progress, tim
         timings, "entity_vectors",
         lambda: {kind: embedder.encode([e.name for e in g.entities], batch_size=256) for kind, g in graphs.items()},
     )
-    return graphs, entity_vectors
+    return graphs, entity_vectors, tokens
 
 
-def _manifest(docs: list[SourceDoc], passages, graphs: dict[str, Graph], settings: Settings, timings, started) -> dict[str, Any]:
+def _manifest(docs: list[SourceDoc], passages, graphs: dict[str, Graph], settings: Settings, timings, started,
+              llm=None, tokens: dict[str, int] | None = None) -> dict[str, Any]:
+    tokens = tokens or {"prompt": 0, "completion": 0}
     raw, governed = graphs["raw"].stats(), graphs["governed"].stats()
     words = sum(len(d.body.split()) for d in docs)
     build_seconds = round(time.perf_counter() - started, 3)
@@ -225,11 +248,12 @@ def _manifest(docs: list[SourceDoc], passages, graphs: dict[str, Graph], setting
             "relations_raw": raw["relations"], "relations": governed["relations"],
             "communities_raw": raw["communities"], "communities": governed["communities"],
             "isolated_raw": raw["isolated"], "isolated": governed["isolated"],
-            "build_seconds": build_seconds, "build_tokens": 0,
+            "build_seconds": build_seconds, "build_tokens": tokens["prompt"] + tokens["completion"],
         },
         "stage_seconds": dict(timings),
-        "build_tokens": {"prompt": 0, "completion": 0},
+        "build_tokens": tokens,
         "extractor": settings.extract.extractor,
+        "extraction_llm": {"backend": getattr(llm, "name", None), "model": getattr(llm, "model", None)} if llm else None,
     }
 
 
