@@ -147,6 +147,16 @@ def config_pipelines():
         typer.echo(f"{name:<24} {pipeline_description(name)}")
 
 
+def _register_commands() -> None:
+    """Commands that live in pagerag/commands/ (each module imports only typer at load time)."""
+    from .commands.retrieve import retrieve
+
+    app.command()(retrieve)
+
+
+_register_commands()
+
+
 def main() -> None:
     """Entry point: run the app, turning errors into one clear line and an exit code."""
     debug = os.environ.get("PAGERAG_DEBUG") == "1"
