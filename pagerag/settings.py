@@ -60,7 +60,16 @@ class ExtractSettings(_Section):
     min_noun_phrase_count: int = Field(3, ge=1, description="A noun phrase must occur this often in the document to be a node.")
     svo: bool = Field(True, description="Add subject-verb-object relations where the parse gives them.")
     batch_size: int = Field(64, ge=1, description="Sentences/passages per spaCy nlp.pipe batch.")
-    n_process: int = Field(1, ge=1, description="spaCy worker processes.")
+    n_process: int = Field(
+        2, ge=1, description="spaCy worker processes (capped by CPU count; inputs under ~50k characters per "
+        "worker use one process, where starting workers costs more than it saves)."
+    )
+    piece_chars: int = Field(
+        1000, ge=200, description="Characters per spaCy document: the source is cut at paragraph breaks into pieces "
+        "about this long (shorter pieces parse faster; sentences are never split on purpose)."
+    )
+    max_noun_phrase_tokens: int = Field(6, ge=1, description="Longer noun phrases are not candidate nodes.")
+    max_evidence: int = Field(3, ge=1, description="Evidence sentence spans kept per relation.")
 
 
 class GovernSettings(_Section):
@@ -69,8 +78,22 @@ class GovernSettings(_Section):
     embedding_merge_threshold: float = Field(
         0.92, ge=0.0, le=1.0, description="Cosine above which same-type entities sharing passages are merged."
     )
+    min_shared_passages: int = Field(
+        1, ge=0, description="Passages two entities must share (context guard) before an embedding merge."
+    )
+    type_repair_share: float = Field(
+        0.8, ge=0.5, le=1.0, description="A name NER typed inconsistently joins its dominant type when that type "
+        "holds at least this share of the name's typed mentions (1.0 = never merge across types)."
+    )
     min_mentions: int = Field(2, ge=1, description="Entities with fewer mentions are dropped unless they sit on a relation.")
-    min_relation_weight: float = Field(1.0, ge=0.0, description="Co-occurrence edges lighter than this are dropped.")
+    min_relation_weight: float = Field(
+        2.0, ge=0.0, description="Co-occurrence edges lighter than this (sentences) are dropped (see keep_named_pairs); "
+        "parsed subject-verb-object edges are always kept."
+    )
+    keep_named_pairs: bool = Field(
+        True, description="Keep light co-occurrence edges between two named (NER-typed) entities: rare but informative "
+        "links between characters/places; only edges touching a noun phrase are thinned."
+    )
     attach_isolates: bool = Field(True, description="Attach isolated entities to their passages instead of leaving graph orphans.")
 
 
@@ -78,7 +101,12 @@ class CommunitySettings(_Section):
     seed: int = Field(42, description="Leiden random seed (fixed: builds are deterministic).")
     resolution: float = Field(1.0, gt=0.0, description="Leiden resolution.")
     max_cluster_size: int = Field(40, ge=2, description="Communities larger than this are split into a next level.")
+    iterations: int = Field(1, ge=1, description="Leiden passes (each starts from the previous partition).")
     summary_sentences: int = Field(3, ge=1, description="Representative sentences in an extractive community summary.")
+    summary_embed: bool = Field(
+        False, description="Re-rank a community's best-covering sentences by closeness to their embedding centroid "
+        "(costs one embedding per candidate sentence: ~20 s per 100 communities on 2 busy cores)."
+    )
 
 
 class RetrieveSettings(_Section):
@@ -122,6 +150,27 @@ class ConfidenceSettings(_Section):
 
 class GenerateSettings(_Section):
     evidence_constraint: bool = Field(True, description="RCS gate + sufficiency judge (off = no-evidence-constraint ablation).")
+    escalate: bool = Field(
+        True, description="When RCS < tau, widen the route once (all allowed operators, 1.5x budget) and re-score before refusing."
+    )
+    judge: Literal["auto", "logprob", "json", "heuristic"] = Field(
+        "auto", description="Sufficiency judge: auto = yes/no log-probabilities when the LLM backend gives them, else a JSON "
+        "verdict; heuristic = the no-LLM rule (always used when there is no LLM)."
+    )
+    judge_threshold: float = Field(0.5, ge=0.0, le=1.0, description="P(yes) the log-probability judge needs to call the evidence sufficient.")
+    judge_type_check: bool = Field(
+        True, description="Before an LLM judge, refuse questions asking for a sum, year, date, age, count or name when no "
+        "evidence sentence holds one near the question's words."
+    )
+    heuristic_coverage: float = Field(
+        0.2, ge=0.0, le=1.0, description="No-LLM judge: share (IDF-weighted) of the question's attribute words the evidence "
+        "passage must contain."
+    )
+    context_tokens: int = Field(
+        700, ge=50, description="Evidence (tiktoken tokens) shown to the LLM judge and answerer: the best sentence windows "
+        "of the retrieved passages."
+    )
+    answer_max_tokens: int = Field(160, ge=8, description="Longest answer the LLM may write (tokens).")
 
 
 class LLMSettings(_Section):

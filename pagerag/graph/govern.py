@@ -1,0 +1,309 @@
+"""Stage 6: graph governance — the RAW graph becomes the GOVERNED graph (paper: "graph governance").
+
+1. Alias merging (same type): case, possessives, leading articles and titles ("Scrooge", "Mr.
+   Scrooge", "SCROOGE", "Scrooge's"); a single-token PERSON name that is the first/last name of
+   exactly one multi-token PERSON ("Scrooge" -> "Ebenezer Scrooge"); plural noun phrases onto their
+   singular. Forms with different titles ("Mr. Fezziwig", "Mrs. Fezziwig") never merge.
+2. Type repair: an untyped noun phrase joins the typed entity of the same name; a name that NER
+   typed inconsistently joins its dominant type when that type holds `type_repair_share` of its
+   mentions (1.0 = typed entities never merge across types).
+3. Embedding merge: same type, cosine of names >= `embedding_merge_threshold`, and shared context
+   (>= `min_shared_passages` common passages); two multi-token names that each have a word the
+   other lacks ("Bob Cratchit", "Peter Cratchit") never merge.
+4. Relations are re-pointed; self-loops dropped; parallel edges merged (weights summed).
+5. Pruning: co-occurrence edges lighter than `min_relation_weight` are dropped unless both ends are
+   named entities (`keep_named_pairs`) — a single shared sentence between two common nouns ("hand",
+   "door") is mostly noise, between two characters it is news; then entities with fewer than
+   `min_mentions` mentions that no longer sit on any relation.
+6. Isolates are attached to their passages: an entity left without relations gets one relation of
+   kind "in_passage" ("appears in the same passage as") to the entity it shares most passages with,
+   its evidence being those whole passages, and a description "attached to passages …". Such an
+   edge is weaker evidence than a sentence co-occurrence and is marked by its kind. An entity whose
+   passages hold no other entity keeps only the description (it stays isolated in `stats()`).
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Callable
+
+import numpy as np
+
+from ..records import Entity, Graph, Passage, Relation
+from ..settings import GovernSettings
+from .extract_nlp import NOUN_PHRASE
+from .ids import assign_entity_ids, relation_id
+from .names import ParsedName, display_form, parse_name, singular_candidates
+
+Embed = Callable[[list[str]], np.ndarray]
+IN_PASSAGE = "in_passage"
+NP_FOLD_SHARE = 2 / 3  # a noun phrase joins a typed name holding this share of its typed mentions
+NP_FOLD_TYPED_RATIO = 0.5  # ... and only if the name is typed at least half as often as it is not
+
+
+class _Clusters:
+    """Union-find over raw entity ids that refuses to join clusters whose titles imply different
+    people (see names.TITLE_GROUPS)."""
+
+    def __init__(self, entities: list[Entity], parsed: dict[str, ParsedName]):
+        self.parent = {e.entity_id: e.entity_id for e in entities}
+        self.titles = {e.entity_id: {parsed[e.entity_id].group} - {None} for e in entities}
+        self.merges = 0
+
+    def find(self, x: str) -> str:
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb or len(self.titles[ra] | self.titles[rb]) > 1:
+            return False
+        root, child = min(ra, rb), max(ra, rb)  # the smaller id wins: deterministic
+        self.parent[child] = root
+        self.titles[root] |= self.titles.pop(child)
+        self.merges += 1
+        return True
+
+    def groups(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = defaultdict(list)
+        for x in sorted(self.parent):
+            out[self.find(x)].append(x)
+        return out
+
+
+def govern(raw: Graph, passages: list[Passage], settings: GovernSettings, embed: Embed | None = None) -> Graph:
+    """The governed graph (a new Graph; `raw` is not modified). Disabled = `raw` unchanged."""
+    return govern_with_report(raw, passages, settings, embed)[0]
+
+
+def govern_with_report(raw: Graph, passages: list[Passage], settings: GovernSettings,
+                       embed: Embed | None = None) -> tuple[Graph, dict[str, Any]]:
+    """The governed graph and what governance did (raw vs governed stats, merges, prunes)."""
+    if not settings.enabled:
+        return raw, {"raw": raw.stats(), "governed": raw.stats(), "enabled": False}
+    by_id = {e.entity_id: e for e in raw.entities}
+    parsed = {e.entity_id: parse_name(e.name) for e in raw.entities}
+    clusters = _Clusters(raw.entities, parsed)
+    report: dict[str, Any] = {"enabled": True}
+    if settings.merge_aliases:
+        _merge_aliases(raw.entities, parsed, clusters, settings)
+    report["alias_merges"] = clusters.merges
+    if embed is not None and settings.embedding_merge_threshold < 1.0:
+        report["embedding_merged_names"] = _merge_by_embedding(by_id, parsed, clusters, settings, embed)
+    report["embedding_merges"] = clusters.merges - report["alias_merges"]
+    order = {p.passage_id: i for i, p in enumerate(sorted(passages, key=lambda p: (p.doc_id, p.start, p.end)))}
+    entities, new_id = _merged_entities(by_id, clusters, order)
+    relations = _repointed_relations(raw.relations, new_id, order)
+    n_relations = len(relations)
+    named = {e.entity_id for e in entities if e.type != NOUN_PHRASE} if settings.keep_named_pairs else set()
+    relations = [r for r in relations if r.kind != "cooccurs" or r.weight >= settings.min_relation_weight
+                 or (r.source in named and r.target in named)]
+    report["dropped_relations"] = n_relations - len(relations)
+    linked = {r.source for r in relations} | {r.target for r in relations}
+    kept = [e for e in entities if e.mentions >= settings.min_mentions or e.entity_id in linked]
+    report["pruned_entities"] = len(entities) - len(kept)
+    report["isolated_before_attach"] = sum(1 for e in kept if e.entity_id not in linked)
+    if settings.attach_isolates:
+        relations += attach_isolates(kept, linked, passages, order)
+    governed = Graph(entities=kept, relations=sorted(relations, key=lambda r: r.relation_id))
+    report["attached"] = sum(1 for r in governed.relations if r.kind == IN_PASSAGE)
+    report["raw"], report["governed"] = raw.stats(), governed.stats()
+    return governed, report
+
+
+# ------------------------------------------------------------------------------------------
+# Merging
+
+
+def _merge_aliases(entities: list[Entity], parsed: dict[str, ParsedName], clusters: _Clusters, settings: GovernSettings) -> None:
+    # (type, core, title group) -> ids: the finest group of surface variants of one name.
+    variants: dict[tuple[str, str, str | None], list[str]] = defaultdict(list)
+    mentions_by_core: dict[str, Counter] = defaultdict(Counter)
+    for e in entities:
+        p = parsed[e.entity_id]
+        if p.core:
+            variants[(e.type, p.core, p.group)].append(e.entity_id)
+            mentions_by_core[p.core][e.type] += e.mentions
+    titles_of: dict[tuple[str, str], set[str | None]] = defaultdict(set)
+    for typ, core, title in variants:
+        titles_of[(typ, core)].add(title)
+    ambiguous = {key for key, titles in titles_of.items() if len(titles - {None}) > 1}
+    # Case, possessive, article and (one-class) title variants of one name.
+    for (typ, core, title), ids in sorted(variants.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+        for other in ids[1:]:
+            clusters.union(ids[0], other)
+        if (typ, core) not in ambiguous and title is not None and (typ, core, None) in variants:
+            clusters.union(ids[0], variants[(typ, core, None)][0])
+    _repair_types(variants, mentions_by_core, clusters, settings)
+    _merge_name_parts(variants, ambiguous, {e.entity_id: e.mentions for e in entities}, clusters)
+    for (typ, core, title), ids in sorted(variants.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+        if typ == NOUN_PHRASE and title is None:
+            for singular in singular_candidates(core):
+                if (NOUN_PHRASE, singular, None) in variants:
+                    clusters.union(ids[0], variants[(NOUN_PHRASE, singular, None)][0])
+                    break
+
+
+def _repair_types(variants, mentions_by_core: dict[str, Counter], clusters: _Clusters, settings: GovernSettings) -> None:
+    """Noun phrases join the dominant typed reading of their name when NER typed it often enough
+    ("Scrooge" untyped where NER missed it), not a common noun NER once mistook ("time" vs ORG
+    "Time"); a typed name joins its dominant type when that type holds `type_repair_share`."""
+    for (typ, core, title), ids in sorted(variants.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+        counts = mentions_by_core[core]
+        typed = Counter({t: n for t, n in counts.items() if t != NOUN_PHRASE})
+        if not typed:
+            continue
+        dominant, n_dominant = max(typed.items(), key=lambda kv: (kv[1], kv[0]))
+        share = n_dominant / sum(typed.values())
+        needed = NP_FOLD_SHARE if typ == NOUN_PHRASE else settings.type_repair_share
+        if typ == NOUN_PHRASE and sum(typed.values()) < NP_FOLD_TYPED_RATIO * counts[NOUN_PHRASE]:
+            continue
+        if typ != dominant and share >= needed and (dominant, core, title) in variants:
+            clusters.union(variants[(dominant, core, title)][0], ids[0])
+
+
+def _merge_name_parts(variants, ambiguous: set[tuple[str, str]], mentions: dict[str, int], clusters: _Clusters) -> None:
+    """A one-word PERSON name joins the only multi-word PERSON name it is the first/last word of."""
+    # Only established full names count: seen twice or more, no repeated word ("Scrooge Scrooge").
+    multi = sorted({core for (typ, core, _), ids in variants.items() if typ == "PERSON" and len(core.split()) > 1
+                    and len(set(core.split())) == len(core.split()) and sum(mentions[i] for i in ids) >= 2})
+    by_part: dict[str, set[str]] = defaultdict(set)
+    for core in multi:
+        words = core.split()
+        by_part[words[0]].add(core)
+        by_part[words[-1]].add(core)
+    for (typ, core, title), ids in sorted(variants.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+        if typ != "PERSON" or " " in core or (typ, core) in ambiguous or len(by_part.get(core, ())) != 1:
+            continue
+        full = next(iter(by_part[core]))
+        if ("PERSON", full) in ambiguous:
+            continue
+        targets = [ids for (t, c, _), ids in variants.items() if t == "PERSON" and c == full]
+        if targets:
+            clusters.union(min(min(t) for t in targets), ids[0])
+
+
+def _merge_by_embedding(by_id: dict[str, Entity], parsed: dict[str, ParsedName], clusters: _Clusters,
+                        settings: GovernSettings, embed: Embed) -> list[tuple[str, str]]:
+    """Union same-type clusters with similar names and shared passages; returns the merged pairs."""
+    merged_names: list[tuple[str, str]] = []
+    groups = clusters.groups()
+    roots = sorted(groups)
+    name = {r: _best_name([by_id[m] for m in groups[r]]) for r in roots}
+    typ = {r: _cluster_type([by_id[m] for m in groups[r]]) for r in roots}
+    passages = {r: set().union(*(by_id[m].passage_ids for m in groups[r])) for r in roots}
+    words = {r: set(parse_name(name[r]).tokens) for r in roots}
+    vectors = np.asarray(embed([name[r] for r in roots]), dtype=np.float32)
+    by_type: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(roots):
+        by_type[typ[r]].append(i)
+    pairs: list[tuple[float, str, str]] = []
+    for idx in by_type.values():
+        if len(idx) < 2:
+            continue
+        sims = vectors[idx] @ vectors[idx].T
+        for a, b in zip(*np.nonzero(np.triu(sims, k=1) >= settings.embedding_merge_threshold)):
+            ra, rb = roots[idx[a]], roots[idx[b]]
+            if len(passages[ra] & passages[rb]) >= settings.min_shared_passages and _compatible_words(words[ra], words[rb]):
+                pairs.append((-float(sims[a, b]), ra, rb))
+    for _, ra, rb in sorted(pairs):
+        if clusters.union(ra, rb):
+            merged_names.append((name[ra], name[rb]))
+    return merged_names
+
+
+def _compatible_words(a: set[str], b: set[str]) -> bool:
+    """False for two multi-word names that each have a word the other lacks (different people)."""
+    return not (len(a) > 1 and len(b) > 1 and a - b and b - a)
+
+
+# ------------------------------------------------------------------------------------------
+# Building the governed entities and relations
+
+
+def _cluster_type(members: list[Entity]) -> str:
+    typed = Counter()
+    for e in members:
+        if e.type != NOUN_PHRASE:
+            typed[e.type] += e.mentions
+    return max(typed.items(), key=lambda kv: (kv[1], kv[0]))[0] if typed else NOUN_PHRASE
+
+
+def _best_name(members: list[Entity]) -> str:
+    """The most mentioned display form (possessive removed); ties: not all-caps, longer, sorted."""
+    counts: Counter = Counter()
+    for e in members:
+        counts[display_form(e.name)] += e.mentions
+    return min(counts, key=lambda n: (-counts[n], n.isupper(), -len(n), n))
+
+
+def _merged_entities(by_id: dict[str, Entity], clusters: _Clusters, order: dict[str, int]) -> tuple[list[Entity], dict[str, str]]:
+    groups = clusters.groups()
+    merged: dict[str, Entity] = {}
+    for root, ids in groups.items():
+        members = [by_id[i] for i in ids]
+        aliases = sorted({a for e in members for a in [e.name, *e.aliases]})
+        pids = sorted({p for e in members for p in e.passage_ids}, key=lambda p: order.get(p, len(order)))
+        merged[root] = Entity("", _best_name(members), _cluster_type(members), aliases,
+                              sum(e.mentions for e in members), pids)
+    keys = {root: (e.name, e.type) for root, e in merged.items()}
+    ids = assign_entity_ids(list(keys.values()), {keys[r]: e.mentions for r, e in merged.items()})
+    for root, e in merged.items():
+        e.entity_id = ids[keys[root]]
+    new_id = {member: merged[root].entity_id for root, members in groups.items() for member in members}
+    return sorted(merged.values(), key=lambda e: e.entity_id), new_id
+
+
+def _repointed_relations(relations: list[Relation], new_id: dict[str, str], order: dict[str, int]) -> list[Relation]:
+    cap = max((len(r.evidence) for r in relations), default=1) or 1
+    merged: dict[tuple[str, str, str, str], Relation] = {}
+    for r in relations:
+        s, t = new_id.get(r.source), new_id.get(r.target)
+        if s is None or t is None or s == t:
+            continue
+        if r.kind == "cooccurs" and s > t:
+            s, t = t, s
+        key = (r.kind, s, t, r.label)
+        out = merged.get(key)
+        if out is None:
+            out = merged[key] = Relation(relation_id(r.kind, s, t, r.label), s, t, r.label, r.kind, 0.0)
+        out.weight += r.weight
+        out.passage_ids.extend(r.passage_ids)
+        out.evidence.extend(ev for ev in r.evidence if ev not in out.evidence and len(out.evidence) < cap)
+    for r in merged.values():
+        r.passage_ids = sorted(set(r.passage_ids), key=lambda p: order.get(p, len(order)))
+    return list(merged.values())
+
+
+def attach_isolates(entities: list[Entity], linked: set[str], passages: list[Passage], order: dict[str, int],
+                    max_evidence: int = 3) -> list[Relation]:
+    """One "in_passage" relation per isolated entity to the entity it shares most passages with
+    (preferring entities that already have relations); every isolate gets a description."""
+    span = {p.passage_id: [p.passage_id, p.start, p.end] for p in passages}
+    in_passage: dict[str, list[Entity]] = defaultdict(list)
+    for e in entities:
+        for pid in e.passage_ids:
+            in_passage[pid].append(e)
+    added: list[Relation] = []
+    attached: set[str] = set()  # two isolates sharing a passage are linked once, not twice
+    for e in entities:
+        if e.entity_id in linked or e.entity_id in attached:
+            continue
+        shown = ", ".join(e.passage_ids[:5]) + (" …" if len(e.passage_ids) > 5 else "")
+        e.description = f"attached to passages {shown}" if e.passage_ids else e.description
+        shared: dict[str, list[str]] = defaultdict(list)
+        for pid in e.passage_ids:
+            for other in in_passage[pid]:
+                if other.entity_id != e.entity_id:
+                    shared[other.entity_id].append(pid)
+        if not shared:
+            continue
+        mentions = {o.entity_id: o.mentions for pid in e.passage_ids for o in in_passage[pid]}
+        partner = min(shared, key=lambda o: (-len(shared[o]), o not in linked, -mentions[o], o))
+        pids = sorted(shared[partner], key=lambda p: order.get(p, len(order)))
+        added.append(Relation(relation_id(IN_PASSAGE, e.entity_id, partner), e.entity_id, partner,
+                              "appears in the same passage as", IN_PASSAGE, float(len(pids)), pids,
+                              [span[p] for p in pids[:max_evidence] if p in span]))
+        attached.update((e.entity_id, partner))
+    return added

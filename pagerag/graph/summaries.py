@@ -1,0 +1,173 @@
+"""Stage 8: community titles and summaries.
+
+Extractive by default (no LLM): the title names the community's most central entities (weighted
+degree inside the community); the summary lists them and adds the `summary_sentences` sentences of
+the community's passages that mention the most member entities (ties: more central members). When
+`embed` is given and `settings.summary_embed` is on, the best-covering candidates are re-ranked by
+closeness to their centroid (sentences about what the community is about rather than one-off lists
+of names); it is off by default because embedding every candidate sentence costs more than the
+rest of this stage together.
+`summarise_with_llm` is the hook for an abstractive summary: it takes any callable prompt -> text.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import defaultdict
+from typing import Callable
+
+import numpy as np
+
+from ..records import Community, Entity, Graph, Passage
+from ..settings import CommunitySettings
+
+TITLE_ENTITIES = 3
+SUMMARY_ENTITIES = 8
+CANDIDATE_PASSAGES = 12  # passages (richest in members first) searched for sentences
+CANDIDATES_PER_SENTENCE = 4  # embedding re-ranks this many best-covering sentences per slot
+MAX_SENTENCE_CHARS = 400
+_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+[\"'”’)\]]*|$)")
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+def centrality(graph: Graph, entity_ids: list[str]) -> dict[str, float]:
+    """Weighted degree of each member counting only relations inside the member set."""
+    members = set(entity_ids)
+    degree = dict.fromkeys(entity_ids, 0.0)
+    for r in graph.relations:
+        if r.source in members and r.target in members and r.source != r.target:
+            degree[r.source] += r.weight
+            degree[r.target] += r.weight
+    return degree
+
+
+def ranked_members(graph: Graph, community: Community) -> list[Entity]:
+    """Members by centrality, then mentions, then id (deterministic)."""
+    by_id = {e.entity_id: e for e in graph.entities}
+    degree = centrality(graph, community.entity_ids)
+    present = [by_id[i] for i in community.entity_ids if i in by_id]
+    return sorted(present, key=lambda e: (-degree[e.entity_id], -e.mentions, e.entity_id))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Rough sentence split of passage text (line wraps collapsed); good enough to pick extracts."""
+    out = []
+    for m in _SENTENCE.finditer(text):
+        sentence = " ".join(m.group(0).split())
+        if len(sentence) > 20 and any(c.isalpha() for c in sentence):
+            out.append(sentence[:MAX_SENTENCE_CHARS])
+    return out
+
+
+def _alias_pattern(members: list[Entity]) -> tuple[re.Pattern, dict[str, str]]:
+    """One case-insensitive regex over every member's name and aliases (longest first)."""
+    owner: dict[str, str] = {}
+    for e in members:
+        for form in [e.name, *e.aliases]:
+            form = " ".join(form.split()).lower()
+            if len(form) > 1:
+                owner.setdefault(form, e.entity_id)
+    alternatives = sorted(owner, key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, alternatives)) + r")\b", re.IGNORECASE), owner
+
+
+def candidate_sentences(members: list[Entity], weights: dict[str, float], passages: dict[str, Passage],
+                        community: Community) -> list[tuple[tuple[int, float], str]]:
+    """(score, sentence) for sentences of the member-richest passages that mention members;
+    score = (distinct members mentioned, their summed centrality)."""
+    if not members:
+        return []
+    member_count: dict[str, int] = defaultdict(int)
+    for e in members:
+        for pid in e.passage_ids:
+            member_count[pid] += 1
+    pids = sorted((p for p in community.passage_ids if p in passages), key=lambda p: -member_count[p])[:CANDIDATE_PASSAGES]
+    pattern, owner = _alias_pattern(members)
+    scored, seen = [], set()
+    for pid in pids:
+        for sentence in split_sentences(passages[pid].text):
+            if sentence in seen:  # overlapping passages repeat sentences
+                continue
+            seen.add(sentence)
+            found = {owner.get(m.group(0).lower()) for m in pattern.finditer(sentence)} - {None}
+            if found:
+                scored.append(((len(found), sum(weights.get(i, 0.0) for i in found)), sentence))
+    scored.sort(key=lambda s: (-s[0][0], -s[0][1], s[1]))
+    return scored
+
+
+def _pick(scored: list[tuple[tuple[int, float], str]], n: int, embed: Embed | None) -> list[str]:
+    sentences = [s for _, s in scored]
+    if embed is None or len(sentences) <= n:
+        return sentences[:n]
+    pool = sentences[: n * CANDIDATES_PER_SENTENCE]
+    vectors = np.asarray(embed(pool), dtype=np.float32)
+    centroid = vectors.mean(axis=0)
+    closeness = vectors @ (centroid / (np.linalg.norm(centroid) or 1.0))
+    best = sorted(np.argsort(-closeness, kind="stable")[:n])  # keep coverage order among the chosen
+    return [pool[i] for i in best]
+
+
+def summarise_communities(graph: Graph, communities: list[Community], passages: list[Passage],
+                          settings: CommunitySettings, embed: Embed | None = None) -> list[Community]:
+    """Communities with extractive titles and summaries (new objects; the input is not modified)."""
+    by_pid = {p.passage_id: p for p in passages}
+    out = []
+    for community in communities:
+        ranked = ranked_members(graph, community)
+        weights = centrality(graph, community.entity_ids)
+        names = [e.name for e in ranked]
+        title = ", ".join(names[:TITLE_ENTITIES]) or community.community_id
+        scored = candidate_sentences(ranked, weights, by_pid, community)
+        use_embed = embed if settings.summary_embed and len(ranked) > 1 else None
+        sentences = _pick(scored, settings.summary_sentences, use_embed)
+        shown = ", ".join(names[:SUMMARY_ENTITIES]) + (f" and {len(names) - SUMMARY_ENTITIES} more" if len(names) > SUMMARY_ENTITIES else "")
+        summary = f"Entities: {shown}." + ("" if not sentences else " " + " ".join(sentences))
+        out.append(dataclasses.replace(community, title=title, summary=summary))
+    return out
+
+
+DEFAULT_LLM_PROMPT = """Summarise this group of related entities from a book in 2-4 sentences, using only the
+facts in the excerpts. Say who or what they are and how they are connected.
+
+Entities: {entities}
+Relations: {relations}
+Excerpts:
+{sentences}
+
+Summary:"""
+
+
+def summarise_with_llm(graph: Graph, communities: list[Community], passages: list[Passage],
+                       settings: CommunitySettings, llm: Callable[[str], str], prompt: str | None = None) -> list[Community]:
+    """Abstractive summaries: the extractive material (members, top relations, sentences) is put in
+    `prompt` (default: prompts/summarise_community.txt if present, else DEFAULT_LLM_PROMPT) and
+    `llm(prompt_text)` returns the summary. Titles stay extractive."""
+    template = prompt or _packaged_prompt() or DEFAULT_LLM_PROMPT
+    extractive = summarise_communities(graph, communities, passages, settings)
+    by_pid = {p.passage_id: p for p in passages}
+    names = {e.entity_id: e.name for e in graph.entities}
+    out = []
+    for community in extractive:
+        members = set(community.entity_ids)
+        inside = sorted((r for r in graph.relations if r.source in members and r.target in members),
+                        key=lambda r: (-r.weight, r.relation_id))[:10]
+        ranked = ranked_members(graph, community)
+        scored = candidate_sentences(ranked, centrality(graph, community.entity_ids), by_pid, community)
+        text = template.format(
+            entities=", ".join(e.name for e in ranked[:SUMMARY_ENTITIES * 2]),
+            relations="; ".join(f"{names[r.source]} -[{r.label}]-> {names[r.target]}" for r in inside) or "none",
+            sentences="\n".join(f"- {s}" for _, s in scored[: settings.summary_sentences * 2]) or "- (none)",
+        )
+        out.append(dataclasses.replace(community, summary=llm(text).strip()))
+    return out
+
+
+def _packaged_prompt() -> str | None:
+    from ..resources import load_prompt
+
+    try:
+        return load_prompt("summarise_community")
+    except (OSError, FileNotFoundError):
+        return None
