@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import BackendError, InputError
 from ..settings import Settings
+from ..text.sentences import split_sentences
 from . import linking
 from .records import NEEDS, Analysis
 from .state import GraphView, RepoState
@@ -39,8 +40,12 @@ _RELATIONAL = re.compile(
 )
 # "the X of the Y who/that…": a nested description the answer has to resolve in two steps
 _NESTED = re.compile(r"\bthe \w+(?: \w+)? of the \w+(?: \w+)? (who|whom|that|which|whose)\b", re.IGNORECASE)
-# A statement then a question ("X did Y. What does Z…?"): the evidence for each part is apart
-_SENTENCE_BREAK = re.compile(r"[.!;:]['\"\u2019\u201d)]*\s+['\"\u2018\u201c(]*[A-Z]")
+# A single fact asked outright: a number, a date, a place, a name
+_FACT = re.compile(
+    r"^(according to [^,]+, )?(how (many|much|long|late|old|far|often|tall)|in what year|what year|on what date|"
+    r"(when|where) (did|does|do|is|was|were|will|would|had|has)|what is the name|what (colou?r|time|date|day|kind|sort|type|size)|which (year|day|month))\b",
+    re.IGNORECASE,
+)
 _LATIN = re.compile(r"[A-Za-z]")
 
 
@@ -60,13 +65,16 @@ def rule_need(question: str, n_linked: int) -> tuple[str | None, str]:
     """(need, reason) when the wording decides, else (None, "")."""
     if m := _GLOBAL.search(question):
         return "global", f"global cue '{m.group(0)}'"
-    if _SENTENCE_BREAK.search(question.rstrip("?!. ")):
+    if len(split_sentences(question)) >= 2:
         return "multi-hop", "a statement followed by a question (two evidence sites)"
     if m := _NESTED.search(question):
         return "multi-hop", f"nested description '{m.group(0)}'"
     if m := _RELATIONAL.search(question):
         return "relational", f"relational cue '{m.group(0)}'"
+    if m := _FACT.search(question):
+        return "local", f"single-fact question '{m.group(0)}'"
     return None, ""
+
 
 
 @functools.lru_cache(maxsize=4)

@@ -1,8 +1,8 @@
 """Evidence E: cut the ordered pool to the budget B and turn it into cited spans.
 
-Two passes. First each operator gets its share of B (in plan order) filled with its own best
-passages, so a structural operator is not crowded out by the text floor; then what is left of
-B goes to the best remaining passages. A passage that does not fit may still give its best
+Two passes. First each operator's share of B (in plan order) is filled with its own best
+passages — what is already chosen and was found by it counts — so a structural operator is not
+crowded out by the text floor; then what is left of B goes to the best remaining passages. A passage that does not fit may still give its best
 sentence window (from the rerank operator) when that fits: the span shrinks, the quote stays
 exact. Every quote is checked against the source text before it is returned.
 """
@@ -30,8 +30,11 @@ def select(items: list[PoolItem], plan: Plan, state: RepoState, encoding: str = 
     used = 0
     for op, share in plan.shares.items():
         quota = int(share * budget)
-        spent = 0
+        # What is already chosen and was found by this operator counts toward its share too.
+        spent = sum(s.tokens for s in chosen.values() if op in s.item.operators)
         for it in items:
+            if spent >= quota:
+                break
             if op not in it.operators or it.row in chosen:
                 continue
             span = _fit(it, state, min(quota - spent, budget - used), encoding, allow_trim=False)

@@ -1,8 +1,9 @@
 """Fuse the operators' ranked lists into one pool, then let the rerank operator reorder it.
 
-Fusion is weighted reciprocal-rank fusion: an operator's weight is its budget share in the plan,
-so the route decides how much each operator's opinion counts. Rerank adds its own
-reciprocal-rank term (RERANK_WEIGHT) over the best-window scores of the top of the pool.
+Fusion is weighted reciprocal-rank fusion: the text floor counts 1, a graph operator its budget
+share in the plan, so the route decides how much structure nudges the order. Rerank adds its own
+reciprocal-rank term (RERANK_WEIGHT) over the best-window scores of the head of the pool; that
+term puts candidates of all operators on one relevance scale.
 """
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def fuse(results: list[OperatorResult], plan: Plan, k: int) -> list[PoolItem]:
     """One item per passage, best fused score first."""
     pool: dict[int, PoolItem] = {}
     for result in results:
-        weight = plan.shares.get(result.name, 0.0)
+        # The text floor ranks by relevance and counts fully; a graph operator's list counts by
+        # its budget share, so structure nudges the order without outvoting relevance.
+        weight = 1.0 if result.name == "text" else plan.shares.get(result.name, 0.0)
         for rank, cand in enumerate(result.candidates, start=1):
             item = pool.setdefault(cand.row, PoolItem(row=cand.row, fused=0.0))
             item.fused += weight / (k + rank)

@@ -7,7 +7,8 @@ Three passes, each only over what the previous one left unlinked:
 3. embedding: the remaining name-like spans (capitalised runs) against the entity name vectors.
 
 A link's score is its match quality times (0.5 + 0.5 * specificity), so a generic noun phrase
-that occurs in every passage ("man", "time") ranks below a rare name.
+that occurs in every passage ("man", "time") ranks below a rare name, times how good an anchor
+the mention is (_kind_factor: "sister" in lower case counts half).
 """
 from __future__ import annotations
 
@@ -151,6 +152,18 @@ def best_links(links: list[EntityLink], limit: int) -> list[EntityLink]:
 
 
 def _link(question: str, start: int, end: int, entity, method: str, quality: float, view: GraphView, row: int) -> EntityLink:
-    score = float(quality) * (0.5 + 0.5 * float(view.specificity[row]))
+    score = float(quality) * (0.5 + 0.5 * float(view.specificity[row])) * _kind_factor(question[start:end], entity)
     return EntityLink(mention=question[start:end], start=start, end=end, entity_id=entity.entity_id,
                       name=entity.name, method=method, score=round(score, 4))
+
+
+def _kind_factor(mention: str, entity) -> float:
+    """How good an anchor the mention is. A common noun in lower case ("sister", "door") is weak;
+    a noun phrase the question capitalises ("the Ghost") is fair; a named entity matched by a
+    lower-case word ("bring" -> a mis-tagged "Bring") is weaker still."""
+    lower = not mention[:1].isupper()
+    if entity.type == "NOUN_PHRASE":
+        return 0.5 if lower else 0.8
+    if lower and all(form[:1].isupper() for form in [entity.name, *entity.aliases] if form):
+        return 0.4
+    return 1.0

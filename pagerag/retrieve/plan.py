@@ -1,7 +1,7 @@
 """plan(analysis, settings) -> Plan: which operators run, in what order, with what budget share.
 
 The route per need (before the preset's limits):
-  local       text 0.75, neighbour 0.25                      (+ rerank)
+  local       text 0.85, neighbour 0.15                      (+ rerank)
   relational  text 0.45, neighbour 0.30, path 0.25           (+ rerank)
   multi-hop   text 0.45, path 0.30, neighbour 0.25           (+ rerank)
   global      text 0.40, community 0.45, neighbour 0.15      (+ rerank)
@@ -18,7 +18,7 @@ from .linking import MIN_LINK_SCORE
 from .records import Analysis, Plan
 
 ROUTES: dict[str, list[tuple[str, float]]] = {
-    "local": [("text", 0.75), ("neighbour", 0.25)],
+    "local": [("text", 0.85), ("neighbour", 0.15)],
     "relational": [("text", 0.45), ("neighbour", 0.30), ("path", 0.25)],
     "multi-hop": [("text", 0.45), ("path", 0.30), ("neighbour", 0.25)],
     "global": [("text", 0.40), ("community", 0.45), ("neighbour", 0.15)],
@@ -37,9 +37,6 @@ def plan(analysis: Analysis, settings: Settings, budget_tokens: int | None = Non
     reasons: list[str] = [f"need {analysis.need} ({analysis.decided_by}: {analysis.reason})"]
     n_links = len(strong_links(analysis))
     route = dict(ROUTES[analysis.need])
-    if analysis.need in ("local", "global") and n_links >= 2 and "path" not in route:
-        reasons.append(f"{n_links} linked entities: a small path share is added")
-        route["path"] = 0.10
     route = _apply_preset(route, analysis, settings, n_links, reasons)
     total = sum(route.values())
     shares = {op: round(share / total, 4) for op, share in route.items()} if total else {}

@@ -151,3 +151,24 @@ def test_path_description_follows_relation_direction(view):
 
 def test_edge_strength_saturates():
     assert 0 < edge_strength(1) < edge_strength(3) < edge_strength(10) < 1
+
+
+def test_lower_case_words_are_weak_anchors():
+    g = Graph([Entity("e0", "Bring", "PERSON", [], 2, ["p1"]), Entity("e1", "sister", "NOUN_PHRASE", [], 2, ["p1"]),
+               Entity("e2", "Fan", "PERSON", [], 2, ["p2"])], [], [])
+    v = build_view("governed", g, np.eye(3, 8, dtype=np.float32), N_PASSAGES)
+    q = "Did Fan bring her sister?"
+    scores = {l.name: l.score for l in linking.link_exact(q, linking.tokenize(q), v)[0]}
+    assert scores["Fan"] > 2 * scores["Bring"]
+    assert scores["Fan"] > scores["sister"] > scores["Bring"]
+
+
+@pytest.mark.parametrize("question,need", [
+    ("How many donkeys did the old man bring?", "local"),
+    ("According to Scrooge, how many years had Marley been dead?", "local"),
+    ("When did the travellers reach Penzance?", "local"),
+    ("When the driver stops, how many graves had they seen?", None),  # "when" opens a clause here
+    ("Where is Mrs. Dilber from?", "local"),  # "Mrs. D" is not a sentence break
+])
+def test_fact_rule_and_abbreviations(question, need):
+    assert rule_need(question, 0)[0] == need

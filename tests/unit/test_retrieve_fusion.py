@@ -23,7 +23,7 @@ def test_rrf_adds_reciprocal_ranks():
     assert max(fused, key=fused.get) == 1
 
 
-def test_fuse_weights_operators_by_their_share_and_keeps_provenance():
+def test_fuse_weights_graph_operators_by_their_share_and_keeps_provenance():
     p = _plan()
     text = OperatorResult("text", [Candidate(10, 0.03, {"dense": 0.7}), Candidate(11, 0.02)])
     path = OperatorResult("path", [Candidate(12, 0.9, {"path": 0.5}, paths=["A —[x]→ B"]), Candidate(10, 0.8)])
@@ -33,7 +33,7 @@ def test_fuse_weights_operators_by_their_share_and_keeps_provenance():
     assert set(by_row[10].operators) == {"text", "path"}
     assert by_row[12].paths == ["A —[x]→ B"]
     assert by_row[12].fused == p.shares["path"] / 61
-    assert by_row[11].fused == p.shares["text"] / 62
+    assert by_row[11].fused == 1.0 / 62  # the text floor counts fully
 
 
 def test_rerank_reorders_scored_items():
