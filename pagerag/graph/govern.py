@@ -231,11 +231,11 @@ def _cluster_type(members: list[Entity]) -> str:
 
 
 def _best_name(members: list[Entity]) -> str:
-    """The most mentioned display form (possessive removed); ties: not all-caps, longer, sorted."""
+    """The most mentioned display form (possessive removed); ties: no title, not all-caps, longer."""
     counts: Counter = Counter()
     for e in members:
         counts[display_form(e.name)] += e.mentions
-    return min(counts, key=lambda n: (-counts[n], n.isupper(), -len(n), n))
+    return min(counts, key=lambda n: (-counts[n], parse_name(n).title is not None, n.isupper(), -len(n), n))
 
 
 def _merged_entities(by_id: dict[str, Entity], clusters: _Clusters, order: dict[str, int]) -> tuple[list[Entity], dict[str, str]]:
