@@ -1,0 +1,215 @@
+"""`pagerag ask` and `pagerag doctor` (registered in pagerag/cli.py). Heavy imports stay inside
+the functions so `pagerag --help` stays fast."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..errors import ConfigError, InputError, PageRAGError
+
+LLM_CHOICES = ("auto", "openai", "llamacpp", "extractive")
+EXIT_WORDS = {"quit", "exit", ":q"}
+
+
+def ask(
+    question: Optional[str] = typer.Argument(None, help="The question (omit with --interactive)."),
+    repo: Path = typer.Option(..., "--repo", "-r", help="Repository directory."),
+    pipeline: Optional[str] = typer.Option(None, "--pipeline", "-p", help="Pipeline preset (pipelines/<name>.toml); default full."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="LLM backend: auto (default), openai, llamacpp or extractive (no LLM)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    interactive: bool = typer.Option(False, "--interactive", "-i", help="Ask several questions; models stay loaded."),
+    config: Optional[Path] = typer.Option(None, "--config", help="A pagerag.toml file (default: ./pagerag.toml if present)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a setting: section.field=value (repeatable)."),
+):
+    """Answer a question with numbered citations, or refuse and say why."""
+    if llm is not None and llm not in LLM_CHOICES:
+        raise ConfigError(f"unknown --llm '{llm}' (choose {', '.join(LLM_CHOICES)})")
+    if not interactive and (question is None or not question.strip()):
+        raise InputError("the question is empty: give a question, or use --interactive")
+    rag = _open(repo, pipeline, llm, config, set_)
+    if question is not None and question.strip():
+        _answer_one(rag, question, as_json)
+    if interactive:
+        _loop(rag, as_json)
+
+
+def _open(repo: Path, pipeline: Optional[str], llm: Optional[str], config: Optional[Path], sets: Optional[List[str]]):
+    from ..api import PageRAG
+    from ..settings import load_settings, overrides_from_pairs
+
+    overrides = overrides_from_pairs(sets or [])
+    if llm is not None:
+        overrides.setdefault("llm", {})["backend"] = llm
+    settings = load_settings(pipeline=pipeline, config_file=config, overrides=overrides)
+    return PageRAG(repo, settings=settings)
+
+
+def _answer_one(rag, question: str, as_json: bool) -> None:
+    answer = rag.ask(question)
+    if as_json:
+        sys.stdout.write(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        typer.echo(format_answer(answer))
+
+
+def _loop(rag, as_json: bool) -> None:
+    """Read questions until EOF or `quit`; a bad question prints one line and the loop goes on."""
+    typer.echo(f"pagerag ask --interactive: {rag.state.path} (pipeline {rag.settings.pipeline}); "
+               "empty line or 'quit' to stop", err=True)
+    while True:
+        try:
+            question = input("question> ")
+        except (EOFError, KeyboardInterrupt):
+            typer.echo("", err=True)
+            return
+        if not question.strip() or question.strip().lower() in EXIT_WORDS:
+            return
+        try:
+            _answer_one(rag, question, as_json)
+        except PageRAGError as exc:
+            typer.echo(f"error: {exc}", err=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Text output
+
+
+def format_answer(answer) -> str:
+    lines: list[str] = []
+    if answer.answered:
+        lines.append(f"Answer: {answer.answer}")
+        if answer.citations:
+            lines.append("")
+        for c in answer.citations:
+            quote = " ".join(c.quote.split())
+            lines.append(f"[{c.n}] \u201c{quote}\u201d")
+            lines.append(f"    {Path(c.file).name}, line {c.line} (chars {c.start}-{c.end}, passage {c.passage_id})")
+    else:
+        lines.append(f"Refused ({answer.reason}): {answer.answer}")
+    lines.append("")
+    lines.extend(_diagnostics(answer))
+    return "\n".join(lines)
+
+
+def _diagnostics(answer) -> list[str]:
+    plan = answer.plan or {}
+    shares = ", ".join(f"{op} {share:.2f}" for op, share in (plan.get("shares") or {}).items())
+    rerank = " + rerank" if "rerank" in (plan.get("operators") or []) else ""
+    out = [f"route: {plan.get('need', '?')}: {shares or 'no operator'}{rerank}; budget {plan.get('budget_tokens', '?')} tokens"
+           f"{' (widened once)' if answer.escalated else ''}"]
+    if answer.rcs is not None and answer.tau is not None:
+        relation = ">=" if answer.rcs >= answer.tau else "<"
+        out.append(f"RCS {answer.rcs:.3f} {relation} tau {answer.tau:.3f}")
+    else:
+        out.append("RCS: not computed" + (" (evidence constraint off)" if answer.verdict and answer.verdict.method == "skipped" else ""))
+    if answer.verdict is not None:
+        v = answer.verdict
+        score = f", score {v.score:.2f}" if v.score is not None else ""
+        out.append(f"judge: {v.method}: {'sufficient' if v.sufficient else 'insufficient'}{score}")
+    out.append(f"backend: {answer.backend}; pipeline: {answer.pipeline}")
+    tokens = ", ".join(f"{stage} {t['prompt']}+{t['completion']}" for stage, t in answer.tokens.items()
+                       if t["prompt"] or t["completion"])
+    out.append(f"tokens (prompt+completion): {tokens or 'none (no LLM call)'}")
+    latency = answer.latency_ms
+    out.append("latency: " + ", ".join(f"{stage} {ms:.0f} ms" for stage, ms in latency.items())
+               + f"; total {sum(latency.values()):.0f} ms")
+    out.extend(f"note: {note}" for note in answer.notes)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# doctor
+
+
+def doctor(
+    pipeline: Optional[str] = typer.Option(None, "--pipeline", "-p", help="Pipeline preset to check."),
+    config: Optional[Path] = typer.Option(None, "--config", help="A pagerag.toml file (default: ./pagerag.toml if present)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a setting: section.field=value (repeatable)."),
+):
+    """Say which LLM backend `auto` picks and why, and which models and data are available."""
+    from ..settings import load_settings, overrides_from_pairs
+
+    settings = load_settings(pipeline=pipeline, config_file=config, overrides=overrides_from_pairs(set_ or []))
+    for label, status, detail in doctor_report(settings):
+        typer.echo(f"{label:<16} {status:<9} {detail}")
+
+
+def doctor_report(settings) -> list[tuple[str, str, str]]:
+    """(what, ok|missing|info, detail) rows; nothing heavy is loaded."""
+    import os
+
+    from ..generate.llm import describe_choice, endpoint_of, gguf_of
+
+    rows: list[tuple[str, str, str]] = []
+    backend, why = describe_choice(settings.llm)
+    rows.append(("LLM backend", backend, why))
+    gguf = gguf_of(settings.llm)
+    if gguf:
+        ok = Path(gguf).expanduser().is_file()
+        rows.append(("GGUF", "ok" if ok else "missing", gguf))
+    endpoint = endpoint_of(settings.llm)
+    if endpoint:
+        rows.append(("endpoint", "info", f"{endpoint} (model {settings.llm.model or 'first listed by the server'})"))
+    rows.append(_embedder_row(settings.embed.model))
+    rows.append(_spacy_row(settings.extract.spacy_model))
+    rows.append(_tiktoken_row(settings.chunk.encoding))
+    rows.append(_rcs_row(settings))
+    rows.append(_prompts_row())
+    data = settings.data_dir or os.environ.get("PAGERAG_DATA_DIR", "")
+    if data and Path(data).is_dir():
+        qa = sorted(p.name for p in (Path(data) / "qa").glob("*.qa.jsonl"))
+        rows.append(("data", "ok", f"{data} ({len(qa)} question sets in qa/)"))
+    else:
+        rows.append(("data", "missing", "PAGERAG_DATA_DIR is not set or not a directory (only needed for eval/benchmarks)"))
+    return rows
+
+
+def _embedder_row(model: str) -> tuple[str, str, str]:
+    from ..index.embed import resolve_model_path
+
+    try:
+        return ("embedding model", "ok", f"{model} at {resolve_model_path(model)}")
+    except (PageRAGError, ImportError) as exc:
+        return ("embedding model", "missing", f"{model}: {exc}")
+
+
+def _spacy_row(name: str) -> tuple[str, str, str]:
+    import importlib.util
+
+    found = importlib.util.find_spec(name) is not None
+    return ("spaCy model", "ok" if found else "missing", name if found else f"{name} is not installed (pip install {name.replace('_', '-')})")
+
+
+def _tiktoken_row(encoding: str) -> tuple[str, str, str]:
+    try:
+        from ..offline import count_tokens
+
+        count_tokens("ok", encoding)
+        return ("tiktoken", "ok", f"{encoding} (offline)")
+    except Exception as exc:  # noqa: BLE001 - any failure here is what the user needs to see
+        return ("tiktoken", "missing", f"{encoding}: {exc}")
+
+
+def _rcs_row(settings) -> tuple[str, str, str]:
+    from ..generate.gate import load_rcs_model
+
+    try:
+        model, where = load_rcs_model(settings, None)
+    except PageRAGError as exc:
+        return ("RCS model", "missing", str(exc))
+    if model is None:
+        return ("RCS model", "missing", where + "; the gate is skipped")
+    return ("RCS model", "ok", f"{where} (tau {model.tau:.3f}, {len(model.feature_names)} features)")
+
+
+def _prompts_row() -> tuple[str, str, str]:
+    from ..resources import resource_dir
+
+    needed = ["answer", "judge_sufficiency", "judge_sufficiency_yesno"]
+    folder = resource_dir("prompts")
+    absent = [n for n in needed if not (folder / f"{n}.txt").is_file()]
+    return ("prompts", "missing" if absent else "ok", f"{folder}" + (f" lacks {', '.join(absent)}" if absent else ""))

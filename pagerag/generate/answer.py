@@ -1,0 +1,103 @@
+"""Compose an answer from the excerpts: render prompts, ask the LLM, and check its citations.
+
+Prompts live in prompts/<name>.txt. A template may start with a system part, separated from
+the user part by a line `=== user ===`; `{placeholders}` are filled by plain replacement (so
+JSON braces in a template need no escaping). The judge and answer templates begin with the
+same system text and excerpt block, so a local llama.cpp model reuses the evaluated prefix.
+
+Book text is data: the excerpts sit between <<< and >>> fences (fence marks inside the text are
+neutralised) under a system line saying so, and whatever the model writes, the decision to
+answer is taken here: an answer counts only through citations that name an excerpt that exists.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..resources import load_prompt
+from .context import fold_space
+from .llm import LLM, Messages
+from .records import Citation, Excerpt
+
+USER_MARK = "=== user ==="
+REFUSAL_WORD = "INSUFFICIENT"
+REFUSAL_RULE = f" If the excerpts do not state the answer, reply with the single word {REFUSAL_WORD}."
+_CITATION = re.compile(r"\[(\s*\d+\s*(?:[,;]\s*\d+\s*)*)\]")
+
+
+def render_excerpts(excerpts: list[Excerpt]) -> str:
+    """`[n] text` per excerpt, whitespace folded, fence marks defused."""
+    return "\n\n".join(f"[{e.n}] {_defuse(fold_space(e.text))}" for e in excerpts)
+
+
+def _defuse(text: str) -> str:
+    return text.replace("<<<", "< < <").replace(">>>", "> > >")
+
+
+def render_prompt(name: str, **values: str) -> Messages:
+    """Chat messages from prompts/<name>.txt with `{key}` replaced by values[key]."""
+    template = load_prompt(name)
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", value)
+    if USER_MARK in template:
+        system, user = template.split(USER_MARK, 1)
+        return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user.strip()}]
+    return [{"role": "user", "content": template.strip()}]
+
+
+# --------------------------------------------------------------------------------------------
+# Citations
+
+
+@dataclass
+class CheckedAnswer:
+    text: str  # the answer with invalid citation marks removed
+    citations: list[Citation]
+    invalid: list[int]  # cited numbers that name no excerpt
+    abstained: bool  # the model said INSUFFICIENT
+
+
+def cited_numbers(text: str) -> list[int]:
+    """Every n in [n], [n, m] or [n][m], in order of first appearance."""
+    numbers: list[int] = []
+    for match in _CITATION.finditer(text):
+        for part in re.split(r"[,;]", match.group(1)):
+            n = int(part)
+            if n not in numbers:
+                numbers.append(n)
+    return numbers
+
+
+def check_citations(text: str, excerpts: list[Excerpt]) -> CheckedAnswer:
+    """Keep the citations that exist, drop the marks of those that do not."""
+    by_n = {e.n: e for e in excerpts}
+    stripped = text.strip()
+    if stripped.strip(" .\"'*").upper().startswith(REFUSAL_WORD):
+        return CheckedAnswer(stripped, [], [], abstained=True)
+    numbers = cited_numbers(stripped)
+    valid = [n for n in numbers if n in by_n]
+    invalid = [n for n in numbers if n not in by_n]
+
+    def keep_valid(match: re.Match) -> str:
+        kept = [p.strip() for p in re.split(r"[,;]", match.group(1)) if int(p) in by_n]
+        return f"[{', '.join(kept)}]" if kept else ""
+
+    cleaned = re.sub(r"\s+([.,;])", r"\1", _CITATION.sub(keep_valid, stripped)).strip()
+    return CheckedAnswer(cleaned, [Citation.of(by_n[n]) for n in valid], invalid, abstained=False)
+
+
+# --------------------------------------------------------------------------------------------
+# LLM answer
+
+
+def answer_messages(question: str, excerpts: list[Excerpt], allow_refusal: bool = True) -> Messages:
+    return render_prompt("answer", excerpts=render_excerpts(excerpts), question=question,
+                         refusal_rule=REFUSAL_RULE if allow_refusal else "")
+
+
+def llm_answer(llm: LLM, question: str, excerpts: list[Excerpt], *, max_tokens: int, temperature: float,
+               allow_refusal: bool = True) -> tuple[CheckedAnswer, object]:
+    """(checked answer, completion) from the LLM."""
+    completion = llm.complete(answer_messages(question, excerpts, allow_refusal), max_tokens=max_tokens,
+                              temperature=temperature)
+    return check_citations(completion.text, excerpts), completion

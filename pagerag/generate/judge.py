@@ -1,0 +1,107 @@
+"""The sufficiency judge s(q, E) in {0, 1}: does the evidence state the answer?
+
+Three judges, chosen by `generate.judge`:
+- logprob (preferred with an LLM): prompts/judge_sufficiency_yesno asks a yes/no question and
+  the backend's next-token log-probabilities give P(yes); sufficient when P(yes) >=
+  `generate.judge_threshold`. A weak local model that rarely *writes* a refusal still ranks
+  "yes" above "no" far more reliably (measured on a 1.5B model: P(yes) 0.87 on an obvious yes,
+  0.23 on an obvious no), and the threshold is then a dial, not a hope.
+- json: prompts/judge_sufficiency returns {"sufficient": bool, "missing": str}; used when the
+  backend gives no log-probabilities (auto falls back to it).
+- heuristic (no LLM): the rule in support.py — the question's named things, its asked-for
+  attribute words and a candidate of the expected answer type in one place of the evidence.
+`generate.judge_type_check` adds the heuristic's answer-type rule in front of an LLM judge: a
+question asking for a sum, a year or a name is refused when no sentence of the evidence holds
+one, whatever the model says.
+"""
+from __future__ import annotations
+
+from ..errors import BackendError
+from ..settings import GenerateSettings
+from .answer import render_excerpts, render_prompt
+from .llm import LLM, complete_json
+from .records import Excerpt, StageCost, Verdict
+from .support import TYPE_WORDS, Support
+
+MISSING_LIMIT = 200
+
+
+def heuristic_verdict(support: Support) -> Verdict:
+    best = support.best
+    detail = ""
+    if best is not None:
+        where = f"{best.window.passage_id} [{best.start}:{best.end}]"
+        found = f"; answer-type candidates {best.candidates[:3]}" if best.candidates else ""
+        detail = (f"best sentence {where}: names {best.names_found}, attribute coverage "
+                  f"{best.attribute_coverage:.2f}{found}")
+    return Verdict(support.sufficient, "heuristic", support.missing, round(support.score, 4), detail)
+
+
+def type_check_verdict(support: Support) -> Verdict | None:
+    """A refusal when the question asks for a checkable answer type and no evidence sentence
+    holds one near the question's words (None when the check does not apply or passes)."""
+    if support.type_found is not False:
+        return None
+    kind = TYPE_WORDS.get(support.answer_type, support.answer_type)
+    return Verdict(False, "type-check", f"the evidence never states the {kind} asked for", 0.0,
+                   f"no evidence sentence holds a {kind} near the question's words")
+
+
+def logprob_verdict(llm: LLM, question: str, excerpts: list[Excerpt], threshold: float,
+                    cost: StageCost) -> Verdict | None:
+    """P(yes) judge; None when the backend cannot give log-probabilities."""
+    messages = render_prompt("judge_sufficiency_yesno", excerpts=render_excerpts(excerpts), question=question)
+    p_yes = charged(llm, cost, lambda: llm.yes_no_logprob(messages))
+    if p_yes is None:
+        return None
+    sufficient = p_yes >= threshold
+    missing = "" if sufficient else f"the judge found no statement of the answer in the evidence (P(yes) = {p_yes:.2f})"
+    return Verdict(sufficient, "logprob", missing, round(float(p_yes), 4), f"threshold {threshold}")
+
+
+def json_verdict(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCost) -> Verdict:
+    messages = render_prompt("judge_sufficiency", excerpts=render_excerpts(excerpts), question=question)
+    reply, _ = charged(llm, cost, lambda: complete_json(llm, messages, max_tokens=80, required=("sufficient",)))
+    value = reply.get("sufficient")
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no"):
+        value = value.strip().lower() in ("true", "yes")
+    if not isinstance(value, bool):
+        raise BackendError(f"the sufficiency judge answered sufficient={value!r}, not true or false")
+    missing = " ".join(str(reply.get("missing") or "").split())[:MISSING_LIMIT]
+    if not value and not missing:
+        missing = "the judge found no statement of the answer in the evidence"
+    return Verdict(value, "json", "" if value else missing, None, "")
+
+
+def judge_sufficiency(question: str, excerpts: list[Excerpt], support: Support, llm: LLM | None,
+                      cfg: GenerateSettings, cost: StageCost) -> Verdict:
+    """s(q, E) by the configured judge (see the module docstring)."""
+    method = cfg.judge
+    if llm is None or method == "heuristic":
+        return heuristic_verdict(support)
+    if cfg.judge_type_check:
+        refused = type_check_verdict(support)
+        if refused is not None:
+            return refused
+    if not excerpts:
+        return Verdict(False, method, "no evidence was retrieved")
+    if method in ("auto", "logprob"):
+        verdict = logprob_verdict(llm, question, excerpts, cfg.judge_threshold, cost)
+        if verdict is not None:
+            return verdict
+        if method == "logprob":
+            raise BackendError(f"generate.judge = logprob, but the {llm.name} backend gives no log-probabilities; "
+                               "use judge = auto or json")
+    return json_verdict(llm, question, excerpts, cost)
+
+
+def charged(llm: LLM, cost: StageCost, call):
+    """Run one LLM call and add what it cost (the backend's `last_completion`, when the call
+    made a new one) to `cost`, also when the call fails after the model answered."""
+    before = getattr(llm, "last_completion", None)
+    try:
+        return call()
+    finally:
+        after = getattr(llm, "last_completion", None)
+        if after is not None and after is not before:
+            cost.add(after.prompt_tokens, after.completion_tokens, after.latency_ms)
