@@ -34,6 +34,7 @@ PROPER_TAGS = frozenset({"NNP", "NNPS"})
 CHUNK_DEPS = frozenset({"oprd", "nsubj", "dobj", "nsubjpass", "pcomp", "pobj", "dative", "appos", "attr", "ROOT"})
 # Leading tokens that do not belong to a noun phrase's name: "the", "his", "all", quotes, "'s".
 LEADING_DROP_TAGS = frozenset({"DT", "PDT", "PRP$", "WP$", "WDT", "POS", "``", "''", ",", ":", "HYPH", "NFP", "-LRB-", "-RRB-", "_SP"})
+TRAILING_DROP_TAGS = frozenset({"RB", "CC", "IN", "DT", "PRP", "PRP$", "MD", "TO", "POS", ",", ".", ":", "``", "''", "HYPH", "_SP"})
 SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
 OBJECT_DEPS = frozenset({"dobj", "dative", "attr", "oprd"})
 NAME_STRIP = " \t\n\"'`“”‘’-—–_,;:!?()[]{}*"
@@ -112,6 +113,18 @@ def _with_title(doc: Any, start: int) -> int:
     if start > 0 and doc[start - 1].lower_.rstrip(".") in TITLES and doc[start - 1].text[:1].isupper():
         return start - 1
     return start
+
+
+def _trimmed_end(doc: Any, start: int, end: int) -> int:
+    """Drop lower-case function words and verbs NER let into the end of a name ("Scrooge muttered",
+    "Bob Cratchit 's")."""
+    while end - start > 1:
+        last = doc[end - 1]
+        not_a_name = last.text[:1].islower() or not last.text[:1].isalnum()
+        if not (not_a_name and (last.tag_.startswith("VB") or last.tag_ in TRAILING_DROP_TAGS)):
+            break
+        end -= 1
+    return end
 
 
 def _noun_chunks(doc: Any) -> list[tuple[int, int]]:
@@ -197,10 +210,11 @@ def collect(doc: Any, piece: Piece, locator: PassageLocator, settings: ExtractSe
     for ent in doc.ents:
         if ent.label_ in labels:
             lo = _with_title(doc, ent.start) if ent.label_ == "PERSON" else ent.start
-            name = entity_name(doc[lo : ent.end].text)
+            hi = _trimmed_end(doc, lo, ent.end)
+            name = entity_name(doc[lo:hi].text)
             if len(name) > 1 and any(c.isalpha() for c in name):
-                spans.append((lo, ent.end, (name, ent.label_)))
-            entity_tokens.update(range(lo, ent.end))
+                spans.append((lo, hi, (name, ent.label_)))
+            entity_tokens.update(range(lo, hi))
     if settings.noun_phrases:
         for lo, hi in _noun_chunks(doc):
             # "Scrooge's nephew": the phrase starts after the entity inside the chunk.

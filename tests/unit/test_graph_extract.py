@@ -123,3 +123,13 @@ def test_locator_finds_containing_then_overlapping_passages():
     assert locator.containing(10, 20) == ["doc-0"]
     assert locator.containing(90, 170) == ["doc-1"]
     assert locator.containing(50, 150) == ["doc-0", "doc-1"]  # straddles: the ones it overlaps
+
+
+def test_verbs_and_possessives_are_trimmed_from_the_end_of_names(nlp):
+    from pagerag.graph.extract_nlp import _trimmed_end
+
+    doc = nlp("Scrooge muttered that Bob Cratchit's wife was kind.")
+    assert doc[0:_trimmed_end(doc, 0, 2)].text == "Scrooge"  # NER's "Scrooge muttered"
+    bob = [t.i for t in doc if t.text == "Bob"][0]
+    assert doc[bob:_trimmed_end(doc, bob, bob + 3)].text == "Bob Cratchit"
+    assert doc[bob:_trimmed_end(doc, bob, bob + 2)].text == "Bob Cratchit"  # names are kept whole
