@@ -33,7 +33,7 @@ _GLOBAL = re.compile(
     re.IGNORECASE,
 )
 _RELATIONAL = re.compile(
-    r"\b(relationship|relation(ed)? to|in relation|connected|connection|connects?|linked|"
+    r"\b(relationship|related|relation to|in relation|connected|connection|connects?|linked|"
     r"with respect to|acquainted|how does \w+(?: \w+)? (treat|regard|feel about)|(brother|sister|father|"
     r"mother|son|daughter|wife|husband|uncle|aunt|nephew|niece|cousin|friend|employer|master) of)\b",
     re.IGNORECASE,
