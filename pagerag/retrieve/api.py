@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from ..settings import Settings
 from . import graph_operators, operators
-from .analyse import analyse
+from .analyse import analyse, validate_question
 from .evidence import select, to_evidence, verify_quotes
 from .fusion import apply_rerank, fuse
 from .plan import plan as make_plan
@@ -48,6 +48,7 @@ def retrieve(question: str, repo: str | Path | RepoState, settings: Settings, bu
     """
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0):
         raise InputError(f"the evidence budget must be a positive number of tokens, got {budget}")
+    validate_question(question, settings.retrieve.max_question_chars)  # before any model is loaded
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     state = repo if isinstance(repo, RepoState) else get_state(repo)
