@@ -9,8 +9,8 @@
     PageRAG("carol.rag", pipeline="passages-only", llm="extractive",
             generate={"judge_threshold": 0.6}, retrieve={"budget_tokens": 1500})
 
-Keyword overrides are settings sections given as dicts (`generate={...}`), or `llm="openai"`
-as a shortcut for the backend. The repository, the embedding model and the LLM are loaded once
+Keyword overrides are settings sections given as dicts (`generate={...}`, `llm={...}`), and
+`llm="openai"` is a shortcut for `llm={"backend": "openai"}`. The repository, the embedding model and the LLM are loaded once
 per PageRAG object (the LLM lazily, on the first question that needs it).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .errors import ConfigError, InputError
 from .settings import Settings, load_settings
 
 
-def _overrides(llm: str | None, sections: dict[str, Any]) -> dict[str, Any]:
+def _overrides(llm: str | dict | None, sections: dict[str, Any]) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     for name, values in sections.items():
         if name not in Settings.model_fields:
@@ -30,14 +30,16 @@ def _overrides(llm: str | None, sections: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(values, dict):
             raise ConfigError(f"settings section '{name}' must be given as a dict, e.g. {name}={{...}}")
         overrides[name] = dict(values)
-    if llm is not None:
-        overrides.setdefault("llm", {})["backend"] = llm
+    if isinstance(llm, dict):
+        overrides["llm"] = dict(llm)
+    elif llm is not None:
+        overrides["llm"] = {"backend": llm}
     return overrides
 
 
 class PageRAG:
     def __init__(self, repo: str | Path, pipeline: str | None = None, *, settings: Settings | None = None,
-                 llm: str | None = None, **sections: Any) -> None:
+                 llm: str | dict | None = None, **sections: Any) -> None:
         from .retrieve.state import get_state
 
         if settings is not None and (pipeline or llm or sections):

@@ -146,7 +146,7 @@ def build_excerpts(windows: list[Window], state, max_tokens: int, encoding: str 
     touching windows of one passage merged, numbered 1..k best first."""
     chosen: list[Window] = []
     used = 0
-    ranked = list(first) + sorted((w for w in windows if w not in first), key=lambda w: -w.score)
+    ranked = list(first) + sorted((w for w in windows if all(w is not f for f in first)), key=lambda w: -w.score)
     for w in ranked:
         cost = count_tokens(w.text, encoding)
         if used + cost > max_tokens and chosen:

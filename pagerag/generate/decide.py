@@ -86,7 +86,10 @@ def ask(question: str, pipe: Pipeline) -> Answer:
         support, windows = _support(retrieval, pipe)
     excerpts = []
     if pipe.llm is not None:
-        first = list(dict.fromkeys(r.window for r in support.ranked[:FIRST_EXCERPTS] if r.passes))
+        first = []
+        for r in support.ranked[:FIRST_EXCERPTS]:
+            if r.passes and all(r.window is not f for f in first):
+                first.append(r.window)
         excerpts = build_excerpts(windows, pipe.state, cfg.context_tokens, settings.chunk.encoding, first=first)
     if cfg.evidence_constraint:
         with _Timer(costs, "judge") as cost:

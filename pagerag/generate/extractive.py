@@ -3,7 +3,7 @@
 The sentence is the one the sufficiency rule ranks first (support.py: it holds the question's
 names, most of its attribute words and, for a typed question, a candidate of the asked type),
 with the window's embedding similarity to the question breaking ties. A very short sentence
-("'Yes,' said Joe.") is extended by its neighbour so the quote stands on its own. The answer is
+("'Yes,' said Joe.") is extended by the sentence before it so the quote stands on its own. The answer is
 the quote itself, exact to the source span, so it can never say more than the book.
 """
 from __future__ import annotations
@@ -26,15 +26,17 @@ def best_sentence(support: Support) -> SentenceSupport | None:
 
 
 def quote_span(choice: SentenceSupport) -> tuple[int, int]:
-    """The chosen sentence, extended by its next (else previous) neighbour when very short."""
+    """The chosen sentence, extended by its previous (else next) neighbour when very short."""
     sentences = choice.window.sentences
     start, end = choice.start, choice.end
     i = next((k for k, s in enumerate(sentences) if s == (start, end)), None)
     if i is not None and end - start < MIN_QUOTE_CHARS:
-        if i + 1 < len(sentences) and sentences[i + 1][1] - start <= MAX_QUOTE_CHARS:
-            end = sentences[i + 1][1]
-        elif i > 0 and end - sentences[i - 1][0] <= MAX_QUOTE_CHARS:
+        # the sentence before usually says what a short reply answers ("Have you had many
+        # brothers?" "More than eighteen hundred.")
+        if i > 0 and end - sentences[i - 1][0] <= MAX_QUOTE_CHARS:
             start = sentences[i - 1][0]
+        elif i + 1 < len(sentences) and sentences[i + 1][1] - start <= MAX_QUOTE_CHARS:
+            end = sentences[i + 1][1]
     return start, end
 
 

@@ -17,6 +17,7 @@ from ..errors import PageRAGError
 from ..settings import Settings
 
 REPO_MODEL = "rcs_model.json"
+AGREEMENT_K = 5
 
 
 @dataclass
@@ -65,8 +66,9 @@ def retrieval_features(retrieval) -> dict[str, float]:
 
     signals = retrieval.signals
     texts = [e.text for e in retrieval.evidence]
-    k = max(1, min(len(retrieval.evidence), len(signals.hop1_ids))) if signals.hop1_ids else 1
-    extras = lexical_features(signals.bm25_scores, signals.hop1_ids, signals.bm25_ids, k)
+    # k = 5 as in the calibration tables (pagerag.confidence.eval_features): agreement of the
+    # dense and BM25 top-5, whatever the evidence budget
+    extras = lexical_features(signals.bm25_scores, signals.hop1_ids, signals.bm25_ids, AGREEMENT_K)
     mentions = question_mentions(retrieval.question)
     heads = [" ".join(t.split()[:8]) for t in texts]
     extras["q_mentions"] = float(len(mentions))

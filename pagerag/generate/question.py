@@ -63,7 +63,7 @@ DATE = re.compile(rf"\b{MONTHS}\b[^.;]{{0,12}}\d|\b\d{{1,2}}(?:st|nd|rd|th)? (?:
 # An explicit naming: "named X", "called X", "his name was X", "this boy is Ignorance".
 NAMING = re.compile(
     r"\b(?:named|called|christened|surnamed|(?:name|names|surname)\s+(?:is|was|are|were|of)|by name|whose name"
-    r"|(?:this|that|the)\s+\w+\s+(?:is|was))\s+['\"\u2018\u201c_]*(?:Mr\.?\s+|Mrs\.?\s+|Miss\s+)?"
+    r"|(?i:this|that|the)\s+\w+\s+(?:is|was))\s+['\"\u2018\u201c_]*(?:Mr\.?\s+|Mrs\.?\s+|Miss\s+)?"
     r"([A-Z][a-z\u00c0-\u024f]+(?:\s+[A-Z][a-z\u00c0-\u024f]+)*)",
 )
 

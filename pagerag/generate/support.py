@@ -96,8 +96,11 @@ def assess(terms: QuestionTerms, windows: Sequence[Window], evidence_texts: Sequ
             candidates = type_candidates(kind, _slice(w, s, e), terms) if kind else []
             type_ok = not kind or (bool(candidates) and (bool(in_window) or not terms.attributes))
             passes = names_ok and attribute_ok and type_ok
+            # rank: the sentence's own words first, then its window, names and a typed candidate
+            sentence_coverage = _attribute_coverage(terms, stems_of(_slice(w, s, e)), idf)[0]
             window_coverage = _attribute_coverage(terms, stems_of(around), idf)[0]
-            score = window_coverage + 0.5 * len(names) / max(1, len(terms.names)) + (0.5 if candidates else 0.0)
+            score = (sentence_coverage + 0.5 * window_coverage + 0.5 * len(names) / max(1, len(terms.names))
+                     + (0.5 if candidates else 0.0))
             results.append(SentenceSupport(w, s, e, names, round(span_coverage, 4), candidates, type_ok, passes,
                                            round(score, 4)))
     results.sort(key=lambda r: (not r.passes, -r.score))

@@ -1,0 +1,78 @@
+"""`pagerag ask` and `pagerag doctor` as command functions, run through typer's test runner
+(the same functions pagerag/cli.py registers)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from ask_helpers import permissive_gate
+from typer.testing import CliRunner
+
+from pagerag.commands.ask import ask, doctor
+from pagerag.errors import ConfigError, InputError
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app.command()(ask)
+app.command()(doctor)
+
+
+@pytest.fixture(scope="module")
+def gate_flag(tmp_path_factory) -> list[str]:
+    return ["--set", f"confidence.model_path={permissive_gate(tmp_path_factory.mktemp('rcs'))['model_path']}"]
+
+
+def run(*args: str, input: str | None = None):
+    return CliRunner().invoke(app, list(args), input=input)
+
+
+def test_text_output_has_answer_citations_and_diagnostics(carol_repo, gate_flag):
+    result = run("ask", "How much does Scrooge say his clerk earns per week?", "--repo", str(carol_repo),
+                 "--llm", "extractive", *gate_flag)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.startswith("Answer: ") and "fifteen shillings" in out
+    assert "[1] \u201c" in out and "carol_excerpt.txt, line " in out
+    for label in ("route: ", "RCS ", "judge: heuristic: sufficient", "tokens (prompt+completion): none", "latency: "):
+        assert label in out
+
+
+def test_json_output_is_one_object_with_the_documented_keys(carol_repo, gate_flag, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("PAGERAG_LLM__GGUF", raising=False)
+    result = run("ask", "What is Fred's surname?", "--repo", str(carol_repo), "--json", *gate_flag)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["decision"] == "refused" and data["reason"] == "insufficient_evidence"
+    assert set(data) >= {"decision", "answer", "reason", "citations", "rcs", "tau", "plan", "tokens", "latency_ms"}
+    assert data["backend"] == "extractive"  # auto picks it when nothing is configured
+
+
+def test_interactive_answers_until_an_empty_line(carol_repo, gate_flag):
+    result = run("ask", "--repo", str(carol_repo), "--interactive", "--llm", "extractive", *gate_flag,
+                 input="What is Fred's surname?\n   \nnever asked\n")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("Refused (insufficient_evidence)") == 1
+    assert "never asked" not in result.output
+
+
+def test_bad_input_is_one_clear_error(carol_repo, tmp_path):
+    result = run("ask", "  ", "--repo", str(carol_repo))
+    assert isinstance(result.exception, InputError) and "question is empty" in str(result.exception)
+    result = run("ask", "Who?", "--repo", str(carol_repo), "--llm", "gpt")
+    assert isinstance(result.exception, ConfigError) and "--llm" in str(result.exception)
+    result = run("ask", "Who?", "--repo", str(tmp_path / "missing.rag"))
+    assert result.exit_code != 0 and "\n" not in str(result.exception).strip()
+
+
+def test_doctor_says_which_backend_auto_picks_and_why(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("PAGERAG_LLM__GGUF", raising=False)
+    result = run("doctor")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split()[:3] == ["LLM", "backend", "extractive"] and "no endpoint" in lines[0]
+    assert any(line.startswith("embedding model") and " ok " in line for line in lines)
+    assert any(line.startswith("prompts") and " ok " in line for line in lines)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert "openai" in run("doctor").output.splitlines()[0]

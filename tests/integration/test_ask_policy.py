@@ -1,0 +1,74 @@
+"""The decision policy branch by branch on a real repository: the RCS gate (refuse, escalate
+once, rescue by escalation, pass), the judge, and the no-evidence-constraint ablation. RCS
+models are real RCSModel JSON files whose threshold the test chooses."""
+from __future__ import annotations
+
+import pytest
+from ask_helpers import permissive_gate, rcs_model_file
+
+from pagerag.api import PageRAG
+from pagerag.generate.gate import rcs_gate, retrieval_features
+from pagerag.generate.records import INSUFFICIENT, LOW_CONFIDENCE
+from pagerag.retrieve.api import retrieve
+
+ANSWERABLE = "How much does Scrooge say his clerk earns per week?"
+UNANSWERABLE = "What is Fred's surname?"
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return tmp_path_factory.mktemp("rcs-models")
+
+
+def test_low_confidence_widens_once_then_refuses(carol_repo, models):
+    gate = {"model_path": str(rcs_model_file(models, "never", bias=-8.0, tau=0.5))}
+    answer = PageRAG(carol_repo, llm="extractive", confidence=gate).ask(ANSWERABLE)
+    assert answer.decision == "refused" and answer.reason == LOW_CONFIDENCE
+    assert answer.escalated and answer.rcs < answer.tau == 0.5
+    assert answer.plan["budget_tokens"] == 3000  # the widened route: 1.5x budget
+    assert {"path", "community"} & set(answer.plan["operators"])
+    assert "escalate" in answer.latency_ms and "below the threshold" in answer.answer
+    assert answer.verdict is None and answer.citations == []  # the judge never ran
+
+
+def test_low_confidence_without_escalation_refuses_at_once(carol_repo, models):
+    gate = {"model_path": str(rcs_model_file(models, "never", bias=-8.0, tau=0.5))}
+    answer = PageRAG(carol_repo, llm="extractive", confidence=gate, generate={"escalate": False}).ask(ANSWERABLE)
+    assert answer.reason == LOW_CONFIDENCE and not answer.escalated
+    assert answer.plan["budget_tokens"] == 2000 and "escalate" not in answer.latency_ms
+
+
+def test_escalation_can_rescue_a_question(carol_repo, models):
+    """A model that trusts what the widened route adds: the first retrieval scores below tau,
+    the widened one above, so the policy escalates and goes on to answer."""
+    rag = PageRAG(carol_repo, llm="extractive")
+    first = retrieval_features(retrieve(ANSWERABLE, rag.state, rag.settings, encode=rag.encode))
+    wide = retrieval_features(retrieve(ANSWERABLE, rag.state, rag.settings, escalate=True, encode=rag.encode))
+    changed = [n for n in ("path_found", "hop2_margin", "hop2_entropy", "hop2_max") if first[n] != wide[n]]
+    assert changed, "the widened route should change the graph (hop-2) signals"
+    name = changed[0]
+    sign = 1.0 if wide[name] > first[name] else -1.0
+    mid = (first[name] + wide[name]) / 2
+    path = rcs_model_file(models, "trusts-widening", bias=0.0, tau=0.5, weights={name: 50.0 * sign}, mean={name: mid})
+    answer = PageRAG(carol_repo, llm="extractive", confidence={"model_path": str(path)}).ask(ANSWERABLE)
+    assert answer.escalated and answer.rcs >= answer.tau
+    assert answer.decision == "answered" and "fifteen shillings" in answer.answer
+
+
+def test_confident_retrieval_goes_straight_to_the_judge(carol_repo, models):
+    rag = PageRAG(carol_repo, llm="extractive", confidence=permissive_gate(models))
+    answer = rag.ask(UNANSWERABLE)
+    assert not answer.escalated and answer.rcs > answer.tau
+    assert answer.reason == INSUFFICIENT and answer.verdict.method == "heuristic"
+    # the gate reads the same retrieval the policy used
+    retrieval = retrieve(UNANSWERABLE, rag.state, rag.settings, encode=rag.encode)
+    assert rcs_gate(retrieval, rag.settings, rag.state.path).rcs == pytest.approx(answer.rcs, abs=1e-3)
+
+
+def test_no_evidence_constraint_skips_gate_and_judge(carol_repo, models):
+    gate = {"model_path": str(rcs_model_file(models, "never", bias=-8.0, tau=0.5))}
+    answer = PageRAG(carol_repo, pipeline="no-evidence-constraint", llm="extractive", confidence=gate).ask(UNANSWERABLE)
+    # the ablation answers what the full pipeline refuses, citing whatever it found
+    assert answer.decision == "answered" and answer.citations
+    assert answer.rcs is None and answer.verdict.method == "skipped"
+    assert "gate" not in answer.latency_ms and "judge" not in answer.latency_ms
