@@ -82,8 +82,12 @@ class GovernSettings(_Section):
         1, ge=0, description="Passages two entities must share (context guard) before an embedding merge."
     )
     type_repair_share: float = Field(
-        0.8, ge=0.5, le=1.0, description="A name NER typed inconsistently joins its dominant type when that type "
-        "holds at least this share of the name's typed mentions (1.0 = never merge across types)."
+        0.8, ge=0.5, le=1.0, description="A reading of a name that NER typed differently joins the dominant type "
+        "when it holds at most 1 - this share of the name's mentions (1.0 = never on share alone)."
+    )
+    type_repair_context: float = Field(
+        0.5, ge=0.0, le=1.01, description="... or when at least this share of its passages also hold the dominant "
+        "reading (same name, same context: NER disagreeing with itself; above 1.0 = never on context)."
     )
     min_mentions: int = Field(2, ge=1, description="Entities with fewer mentions are dropped unless they sit on a relation.")
     min_relation_weight: float = Field(

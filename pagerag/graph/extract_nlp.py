@@ -35,6 +35,10 @@ CHUNK_DEPS = frozenset({"oprd", "nsubj", "dobj", "nsubjpass", "pcomp", "pobj", "
 # Leading tokens that do not belong to a noun phrase's name: "the", "his", "all", quotes, "'s".
 LEADING_DROP_TAGS = frozenset({"DT", "PDT", "PRP$", "WP$", "WDT", "POS", "``", "''", ",", ":", "HYPH", "NFP", "-LRB-", "-RRB-", "_SP"})
 TRAILING_DROP_TAGS = frozenset({"RB", "CC", "IN", "DT", "PRP", "PRP$", "MD", "TO", "POS", ",", ".", ":", "``", "''", "HYPH", "_SP"})
+# Words that are never entities although the small model tags them as names or nouns (archaic
+# pronouns and interjections: "thou" GPE, "ye" NN in Moby Dick), besides spaCy's stop words.
+NOT_NAMES = frozenset({"thou", "thee", "thy", "thine", "ye", "aye", "ay", "yea", "nay", "o", "oh", "ah", "lo",
+                       "hath", "doth", "hast", "tis", "'tis", "ha", "ho", "hurrah", "huzza", "alas"})
 SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
 OBJECT_DEPS = frozenset({"dobj", "dative", "attr", "oprd"})
 NAME_STRIP = " \t\n\"'`“”‘’-—–_,;:!?()[]{}*"
@@ -159,7 +163,14 @@ def _noun_phrase(doc: Any, lo: int, hi: int, max_tokens: int) -> str | None:
         return None
     text = "".join(t.text_with_ws if t.tag_ in PROPER_TAGS else t.text_with_ws.lower() for t in tokens)
     name = entity_name(text)
-    return name if any(c.isalpha() for c in name) and len(name) > 1 else None
+    return name if _is_name(name) else None
+
+
+def _is_name(name: str) -> bool:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    lower = name.lower()
+    return len(name) > 1 and any(c.isalpha() for c in name) and lower not in NOT_NAMES and lower not in STOP_WORDS
 
 
 def _objects(verb: Any) -> list[tuple[Any, str, bool]]:
@@ -212,7 +223,7 @@ def collect(doc: Any, piece: Piece, locator: PassageLocator, settings: ExtractSe
             lo = _with_title(doc, ent.start) if ent.label_ == "PERSON" else ent.start
             hi = _trimmed_end(doc, lo, ent.end)
             name = entity_name(doc[lo:hi].text)
-            if len(name) > 1 and any(c.isalpha() for c in name):
+            if _is_name(name):
                 spans.append((lo, hi, (name, ent.label_)))
             entity_tokens.update(range(lo, hi))
     if settings.noun_phrases:

@@ -4,9 +4,10 @@
    Scrooge", "SCROOGE", "Scrooge's"); a single-token PERSON name that is the first/last name of
    exactly one multi-token PERSON ("Scrooge" -> "Ebenezer Scrooge"); plural noun phrases onto their
    singular. Forms with different titles ("Mr. Fezziwig", "Mrs. Fezziwig") never merge.
-2. Type repair: an untyped noun phrase joins the typed entity of the same name; a name that NER
-   typed inconsistently joins its dominant type when that type holds `type_repair_share` of its
-   mentions (1.0 = typed entities never merge across types).
+2. Type repair (same name only, see `_repair_types`): a reading NER typed differently joins the
+   dominant type when that type holds `type_repair_share` of the mentions or the two share context
+   (`type_repair_context` of its passages); a capitalised noun phrase (a name NER missed) joins it
+   too. Embedding merges never cross types.
 3. Embedding merge: same type, cosine of names >= `embedding_merge_threshold`, and shared context
    (>= `min_shared_passages` common passages); two multi-token names that each have a word the
    other lacks ("Bob Cratchit", "Peter Cratchit") never merge.
@@ -36,7 +37,7 @@ from .names import ParsedName, display_form, parse_name, singular_candidates
 
 Embed = Callable[[list[str]], np.ndarray]
 IN_PASSAGE = "in_passage"
-NP_FOLD_SHARE = 2 / 3  # a noun phrase joins a typed name holding this share of its typed mentions
+NP_FOLD_SHARE = 2 / 3  # a common noun phrase joins a typed name holding this share of its typed mentions
 NP_FOLD_TYPED_RATIO = 0.5  # ... and only if the name is typed at least half as often as it is not
 
 
@@ -117,14 +118,13 @@ def govern_with_report(raw: Graph, passages: list[Passage], settings: GovernSett
 
 
 def _merge_aliases(entities: list[Entity], parsed: dict[str, ParsedName], clusters: _Clusters, settings: GovernSettings) -> None:
+    by_id = {e.entity_id: e for e in entities}
     # (type, core, title group) -> ids: the finest group of surface variants of one name.
     variants: dict[tuple[str, str, str | None], list[str]] = defaultdict(list)
-    mentions_by_core: dict[str, Counter] = defaultdict(Counter)
     for e in entities:
         p = parsed[e.entity_id]
         if p.core:
             variants[(e.type, p.core, p.group)].append(e.entity_id)
-            mentions_by_core[p.core][e.type] += e.mentions
     titles_of: dict[tuple[str, str], set[str | None]] = defaultdict(set)
     for typ, core, title in variants:
         titles_of[(typ, core)].add(title)
@@ -135,7 +135,7 @@ def _merge_aliases(entities: list[Entity], parsed: dict[str, ParsedName], cluste
             clusters.union(ids[0], other)
         if (typ, core) not in ambiguous and title is not None and (typ, core, None) in variants:
             clusters.union(ids[0], variants[(typ, core, None)][0])
-    _repair_types(variants, mentions_by_core, clusters, settings)
+    _repair_types(variants, by_id, clusters, settings)
     _merge_name_parts(variants, ambiguous, {e.entity_id: e.mentions for e in entities}, clusters)
     for (typ, core, title), ids in sorted(variants.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
         if typ == NOUN_PHRASE and title is None:
@@ -145,22 +145,41 @@ def _merge_aliases(entities: list[Entity], parsed: dict[str, ParsedName], cluste
                     break
 
 
-def _repair_types(variants, mentions_by_core: dict[str, Counter], clusters: _Clusters, settings: GovernSettings) -> None:
-    """Noun phrases join the dominant typed reading of their name when NER typed it often enough
-    ("Scrooge" untyped where NER missed it), not a common noun NER once mistook ("time" vs ORG
-    "Time"); a typed name joins its dominant type when that type holds `type_repair_share`."""
-    for (typ, core, title), ids in sorted(variants.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
-        counts = mentions_by_core[core]
-        typed = Counter({t: n for t, n in counts.items() if t != NOUN_PHRASE})
+def _repair_types(variants, by_id: dict[str, Entity], clusters: _Clusters, settings: GovernSettings) -> None:
+    """One name, several NER types: the small spaCy model often types one character three ways
+    ("Queequeg" PERSON, GPE, NORP). A typed reading joins the dominant one when it is a small
+    minority (at most 1 - `type_repair_share` of the name's mentions, counting the untyped proper
+    name's), or when it shares context: at least
+    `type_repair_context` of its passages also hold the dominant reading (same name, same
+    passages: NER disagreeing with itself). Balanced readings in different passages ("Washington"
+    the man and the city) stay apart. A proper noun phrase (capitalised: a name NER missed) joins
+    the dominant reading; a common one only when the name is mostly typed ("time" stays apart
+    from a stray ORG "Time")."""
+    by_name: dict[tuple[str, str | None], dict[str, list[str]]] = defaultdict(dict)
+    for (typ, core, group), ids in variants.items():
+        by_name[(core, group)][typ] = ids
+    for (core, group), readings in sorted(by_name.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        mentions = {t: sum(by_id[i].mentions for i in ids) for t, ids in readings.items()}
+        typed = {t: n for t, n in mentions.items() if t != NOUN_PHRASE}
         if not typed:
             continue
-        dominant, n_dominant = max(typed.items(), key=lambda kv: (kv[1], kv[0]))
-        share = n_dominant / sum(typed.values())
-        needed = NP_FOLD_SHARE if typ == NOUN_PHRASE else settings.type_repair_share
-        if typ == NOUN_PHRASE and sum(typed.values()) < NP_FOLD_TYPED_RATIO * counts[NOUN_PHRASE]:
-            continue
-        if typ != dominant and share >= needed and (dominant, core, title) in variants:
-            clusters.union(variants[(dominant, core, title)][0], ids[0])
+        dominant = max(typed, key=lambda t: (typed[t], t))
+        share = typed[dominant] / sum(typed.values())
+        proper = any(c.isupper() for i in readings.get(NOUN_PHRASE, ()) for c in by_id[i].name)
+        total = sum(typed.values()) + (mentions[NOUN_PHRASE] if proper else 0)
+        # The name's context: passages of its dominant reading and of the untyped proper name.
+        context = {p for t in ([dominant, NOUN_PHRASE] if proper else [dominant]) for i in readings[t] for p in by_id[i].passage_ids}
+        anchor = readings[dominant][0]
+        for typ in sorted(typed):
+            pids = {p for i in readings[typ] for p in by_id[i].passage_ids}
+            shared = len(pids & context) / max(len(pids), 1)
+            minority = typed[typ] / total <= 1.0 - settings.type_repair_share
+            if typ != dominant and (minority or shared >= settings.type_repair_context):
+                clusters.union(anchor, readings[typ][0])
+        if NOUN_PHRASE in readings:
+            mostly_typed = sum(typed.values()) >= NP_FOLD_TYPED_RATIO * mentions[NOUN_PHRASE] and share >= NP_FOLD_SHARE
+            if proper or mostly_typed:
+                clusters.union(anchor, readings[NOUN_PHRASE][0])
 
 
 def _merge_name_parts(variants, ambiguous: set[tuple[str, str]], mentions: dict[str, int], clusters: _Clusters) -> None:

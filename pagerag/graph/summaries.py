@@ -31,23 +31,32 @@ _SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+[\"'”’)\]]*|$)")
 Embed = Callable[[list[str]], np.ndarray]
 
 
+class _GraphIndex:
+    """Entities by id and each entity's incident (neighbour, weight) pairs, built once per graph,
+    so a community's centrality costs the degree of its members, not a scan of all relations."""
+
+    def __init__(self, graph: Graph):
+        self.entities = {e.entity_id: e for e in graph.entities}
+        self.incident: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        for r in graph.relations:
+            if r.source != r.target:
+                self.incident[r.source].append((r.target, r.weight))
+                self.incident[r.target].append((r.source, r.weight))
+
+    def centrality(self, entity_ids: list[str]) -> dict[str, float]:
+        """Weighted degree of each member counting only relations inside the member set."""
+        members = set(entity_ids)
+        return {m: sum(w for other, w in self.incident.get(m, ()) if other in members) for m in entity_ids}
+
+    def ranked(self, community: Community, degree: dict[str, float]) -> list[Entity]:
+        """Members by centrality, then mentions, then id (deterministic)."""
+        present = [self.entities[i] for i in community.entity_ids if i in self.entities]
+        return sorted(present, key=lambda e: (-degree[e.entity_id], -e.mentions, e.entity_id))
+
+
 def centrality(graph: Graph, entity_ids: list[str]) -> dict[str, float]:
     """Weighted degree of each member counting only relations inside the member set."""
-    members = set(entity_ids)
-    degree = dict.fromkeys(entity_ids, 0.0)
-    for r in graph.relations:
-        if r.source in members and r.target in members and r.source != r.target:
-            degree[r.source] += r.weight
-            degree[r.target] += r.weight
-    return degree
-
-
-def ranked_members(graph: Graph, community: Community) -> list[Entity]:
-    """Members by centrality, then mentions, then id (deterministic)."""
-    by_id = {e.entity_id: e for e in graph.entities}
-    degree = centrality(graph, community.entity_ids)
-    present = [by_id[i] for i in community.entity_ids if i in by_id]
-    return sorted(present, key=lambda e: (-degree[e.entity_id], -e.mentions, e.entity_id))
+    return _GraphIndex(graph).centrality(entity_ids)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -113,10 +122,11 @@ def summarise_communities(graph: Graph, communities: list[Community], passages: 
                           settings: CommunitySettings, embed: Embed | None = None) -> list[Community]:
     """Communities with extractive titles and summaries (new objects; the input is not modified)."""
     by_pid = {p.passage_id: p for p in passages}
+    index = _GraphIndex(graph)
     out = []
     for community in communities:
-        ranked = ranked_members(graph, community)
-        weights = centrality(graph, community.entity_ids)
+        weights = index.centrality(community.entity_ids)
+        ranked = index.ranked(community, weights)
         names = [e.name for e in ranked]
         title = ", ".join(names[:TITLE_ENTITIES]) or community.community_id
         scored = candidate_sentences(ranked, weights, by_pid, community)
@@ -147,14 +157,16 @@ def summarise_with_llm(graph: Graph, communities: list[Community], passages: lis
     template = prompt or _packaged_prompt() or DEFAULT_LLM_PROMPT
     extractive = summarise_communities(graph, communities, passages, settings)
     by_pid = {p.passage_id: p for p in passages}
+    index = _GraphIndex(graph)
     names = {e.entity_id: e.name for e in graph.entities}
     out = []
     for community in extractive:
         members = set(community.entity_ids)
         inside = sorted((r for r in graph.relations if r.source in members and r.target in members),
                         key=lambda r: (-r.weight, r.relation_id))[:10]
-        ranked = ranked_members(graph, community)
-        scored = candidate_sentences(ranked, centrality(graph, community.entity_ids), by_pid, community)
+        weights = index.centrality(community.entity_ids)
+        ranked = index.ranked(community, weights)
+        scored = candidate_sentences(ranked, weights, by_pid, community)
         text = template.format(
             entities=", ".join(e.name for e in ranked[:SUMMARY_ENTITIES * 2]),
             relations="; ".join(f"{names[r.source]} -[{r.label}]-> {names[r.target]}" for r in inside) or "none",
