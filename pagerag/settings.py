@@ -145,6 +145,10 @@ class RetrieveSettings(_Section):
     )
     rerank_pool: int = Field(30, ge=1, description="Fused candidates the rerank operator scores.")
     max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a clear message.")
+    query_encoder: Literal["auto", "numpy", "torch"] = Field(
+        "auto", description="Query-time embeddings: auto = numpy BERT forward pass for small batches (no torch import "
+        "on a cold start) and sentence-transformers for large ones; numpy or torch to force one."
+    )
 
 
 class ConfidenceSettings(_Section):

@@ -30,13 +30,40 @@ from .rerank import score_windows
 from .state import RepoState, get_state
 
 Encode = Callable[[list[str]], np.ndarray]
+SMALL_BATCH = 64  # texts; above this sentence-transformers is worth its import
 
 
 def get_encoder(settings: Settings) -> Encode:
-    from ..index.embed import get_embedder
+    """The text encoder for query-time work.
 
-    embedder = get_embedder(settings.embed.model, settings.embed.threads)
-    return lambda texts: embedder.encode(list(texts), batch_size=settings.embed.batch_size)
+    `retrieve.query_encoder = "auto"`: small batches (a question, its mention spans, a few
+    windows) go through the numpy encoder, so a cold process never imports torch just to embed a
+    question; large batches (prototypes, community summaries, a window index) and any batch once
+    the sentence-transformers model is loaded anyway go through sentence-transformers, which is
+    faster per text. Both give the same vectors (checked in the tests).
+    """
+    from ..index.embed import get_embedder
+    from .qencoder import get_numpy_encoder
+
+    mode = settings.retrieve.query_encoder
+    numpy_encoder = get_numpy_encoder(settings.embed.model) if mode != "torch" else None
+    if mode == "numpy" and numpy_encoder is None:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"retrieve.query_encoder = numpy does not support the model '{settings.embed.model}'")
+
+    def torch_encode(texts: list[str]) -> np.ndarray:
+        embedder = get_embedder(settings.embed.model, settings.embed.threads)
+        return embedder.encode(list(texts), batch_size=settings.embed.batch_size)
+
+    def encode(texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        if numpy_encoder is not None and (mode == "numpy" or (
+                len(texts) <= SMALL_BATCH and get_embedder.cache_info().currsize == 0)):
+            return numpy_encoder.encode(texts)
+        return torch_encode(texts)
+
+    return encode
 
 
 def retrieve(question: str, repo: str | Path | RepoState, settings: Settings, budget: int | None = None,
