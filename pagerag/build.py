@@ -24,6 +24,17 @@ from .settings import Settings
 
 
 @dataclass
+class GraphStage:
+    """What the graph stages produce: raw and governed graphs, entity-name vectors per graph,
+    the extraction's LLM tokens, and governance's own report."""
+
+    graphs: dict[str, Graph]
+    entity_vectors: dict[str, np.ndarray]
+    tokens: dict[str, int]
+    governance: dict[str, Any]
+
+
+@dataclass
 class BuildReport:
     repo: Path
     manifest: dict[str, Any]
@@ -97,11 +108,12 @@ def build_repository(
     docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths], settings.chunk))
     try:
         with StageProgress(show_progress) as progress:
-            passages, vectors, graphs, entity_vectors, bm25, tokens = _run_stages(docs, settings, cache, progress, timings, llm)
+            passages, vectors, bm25, graph_stage = _run_stages(docs, settings, cache, progress, timings, llm)
             t0 = time.perf_counter()
             with progress.stage("publish", 3) as advance:
-                manifest = _manifest(docs, passages, graphs, settings, timings, started, llm, tokens)
-                write_repository_files(staging, docs, passages, vectors, bm25, graphs, entity_vectors, manifest)
+                manifest = _manifest(docs, passages, graph_stage, settings, timings, started, llm)
+                write_repository_files(staging, docs, passages, vectors, bm25, graph_stage.graphs,
+                                       graph_stage.entity_vectors, manifest)
                 advance(1)
                 validate_repository(staging)
                 advance(1)
@@ -162,8 +174,7 @@ def _run_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, pr
     with progress.stage("index", 1) as advance:
         bm25 = _timed(timings, "index", lambda: BM25Index.build(texts))
         advance(1)
-    graphs, entity_vectors, tokens = _build_graphs(passages, settings, cache, progress, timings, passages_key, llm)
-    return passages, vectors, graphs, entity_vectors, bm25, tokens
+    return passages, vectors, bm25, _build_graphs(passages, settings, cache, progress, timings, passages_key, llm)
 
 
 EMBED_BLOCK = 256  # passages per cached block: a killed build loses at most one block of work
@@ -189,7 +200,7 @@ def _embed_in_blocks(texts: list[str], settings: Settings, cache: StageCache, pr
 def _build_graphs(passages, settings: Settings, cache: StageCache, progress, timings, passages_key, llm=None):
     from .graph.communities import detect_communities
     from .graph.extract_nlp import extract_nlp
-    from .graph.govern import govern
+    from .graph.govern import govern_with_report
     from .graph.summaries import summarise_communities
     from .index.embed import get_embedder
 
@@ -203,11 +214,12 @@ def _build_graphs(passages, settings: Settings, cache: StageCache, progress, tim
             graph = extract_llm(passages, llm, progress=advance, cost=cost)
             return graph, {"prompt": cost.prompt_tokens, "completion": cost.completion_tokens}
 
-    extractor_id = [settings.extract.model_dump(), getattr(llm, "name", None), getattr(llm, "model", None)]
+    # worker count does not change the graph, so it must not invalidate the cache
+    extractor_id = [settings.extract.model_dump(exclude={"n_process"}), getattr(llm, "name", None), getattr(llm, "model", None)]
     raw, tokens = _timed(timings, "extract", lambda: cache.get_or_compute("extract", digest(passages_key, extractor_id), extract))
     embedder = get_embedder(settings.embed.model, settings.embed.threads)
     with progress.stage("govern", 1) as advance:
-        governed = _timed(timings, "govern", lambda: govern(raw, passages, settings.govern, embed=embedder.encode))
+        governed, governance = _timed(timings, "govern", lambda: govern_with_report(raw, passages, settings.govern, embed=embedder.encode))
         advance(1)
     graphs = {"raw": raw, "governed": governed}
     with progress.stage("communities", 2) as advance:
@@ -221,13 +233,14 @@ def _build_graphs(passages, settings: Settings, cache: StageCache, progress, tim
         timings, "entity_vectors",
         lambda: {kind: embedder.encode([e.name for e in g.entities], batch_size=256) for kind, g in graphs.items()},
     )
-    return graphs, entity_vectors, tokens
+    return GraphStage(graphs, entity_vectors, tokens, governance)
 
 
-def _manifest(docs: list[SourceDoc], passages, graphs: dict[str, Graph], settings: Settings, timings, started,
-              llm=None, tokens: dict[str, int] | None = None) -> dict[str, Any]:
-    tokens = tokens or {"prompt": 0, "completion": 0}
-    raw, governed = graphs["raw"].stats(), graphs["governed"].stats()
+def _manifest(docs: list[SourceDoc], passages, stage: "GraphStage", settings: Settings, timings, started,
+              llm=None) -> dict[str, Any]:
+    tokens = stage.tokens
+    raw, governed = stage.graphs["raw"].stats(), stage.graphs["governed"].stats()
+    governance = {k: v for k, v in stage.governance.items() if k not in ("raw", "governed")}
     words = sum(len(d.body.split()) for d in docs)
     build_seconds = round(time.perf_counter() - started, 3)
     return {
@@ -253,6 +266,7 @@ def _manifest(docs: list[SourceDoc], passages, graphs: dict[str, Graph], setting
         "stage_seconds": dict(timings),
         "build_tokens": tokens,
         "extractor": settings.extract.extractor,
+        "governance": governance,
         "extraction_llm": {"backend": getattr(llm, "name", None), "model": getattr(llm, "model", None)} if llm else None,
     }
 
