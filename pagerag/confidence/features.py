@@ -187,3 +187,25 @@ def question_mentions(question: str) -> list[str]:
         if text and text.lower() not in _OPENERS:
             out.append(text)
     return list(dict.fromkeys(out))
+
+
+def evidence_redundancy(evidence_vecs: np.ndarray) -> float:
+    """Mean pairwise cosine of the evidence passages (unit vectors). Near 1 = the evidence is
+    several views of one thing, which in a multi-hop question means the next hop is missing."""
+    V = np.asarray(evidence_vecs, dtype=np.float64)
+    k = V.shape[0]
+    if k < 2:
+        return 1.0
+    G = V @ V.T
+    return float((G.sum() - np.trace(G)) / (k * (k - 1)))
+
+
+def content_word_coverage(content_words: Iterable[str], evidence_texts: Iterable[str]) -> float:
+    """Share of the question's content words (lower-case, no stop words) found in the evidence:
+    every hop of a question names its relation ('seat', 'spouse'), and a hop whose words are
+    nowhere in the evidence was probably not retrieved."""
+    words = {w.lower() for w in content_words if w.strip()}
+    if not words:
+        return 1.0
+    vocab = set(re.findall(r"\w+", " ".join(evidence_texts).lower()))
+    return sum(1 for w in words if w in vocab) / len(words)
