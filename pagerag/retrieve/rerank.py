@@ -6,9 +6,10 @@ a `sentence_transformers.CrossEncoder` score when `retrieve.rerank_model` names 
 cross-encoder directory. The best window also tells the budget cut which part of a passage to
 keep when the whole passage does not fit.
 
-Window vectors are the expensive part, so they are cached per repository: in memory, and on
-disk when `build_window_index` has been run once (a whole book: about four windows per passage).
-Without that file, a question embeds only the windows of its top ON_DEMAND_ROWS candidates.
+Window vectors are the expensive part, so they are cached per repository, in memory and on disk.
+`build_window_index` embeds them all once (a whole book: about four windows per passage); until
+then a question embeds only the windows of its top ON_DEMAND_ROWS uncached candidates and adds
+them to the disk cache.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from ..text.sentences import split_sentences
 from .state import RepoState
 
 WINDOW_CHARS = 320
-ON_DEMAND_ROWS = 10
+ON_DEMAND_ROWS = 6
 Encode = Callable[[list[str]], np.ndarray]
 
 
@@ -164,6 +165,7 @@ def score_windows(state: RepoState, rows: list[int], question: str, qvec: np.nda
     uncached = [r for r in rows if r not in index.vectors][:ON_DEMAND_ROWS]
     if uncached:
         index.ensure(uncached, encode)
+        index.save()  # the next process (a CLI call) starts with these windows
     scorable = index.covered(rows)
     if cross_encoder:
         return _cross_scores(state, index, scorable, question, cross_encoder)

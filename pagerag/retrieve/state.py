@@ -63,26 +63,50 @@ class GraphView:
 
 
 class RepoState:
-    """Everything a question needs from one repository, loaded once."""
+    """Everything a question needs from one repository, loaded once.
 
-    def __init__(self, path: Path):
-        from ..repository import Repository
+    The first time a repository version is opened, its passages, vectors and graph views are
+    also written to a snapshot in the cache dir; later processes load that pickle instead of
+    importing LanceDB and rebuilding the networkx graphs, which is most of a cold start.
+    """
 
-        self.repo = Repository.open(path)
-        self.path = self.repo.path
-        self._views: dict[str, GraphView] = {}
+    def __init__(self, path: Path, manifest: dict[str, Any]):
+        self.path = path
+        self.manifest = manifest
         self._lock = threading.Lock()
+        snapshot = _load_snapshot(self.key)
+        if snapshot is not None:
+            self.passages, self.vectors, self._views = snapshot
+        else:
+            self._views = {}
+            self._read_tables()
+        self.passage_index = {p.passage_id: i for i, p in enumerate(self.passages)}
+        if snapshot is None:
+            self._save_snapshot()
+
+    def _read_tables(self) -> None:
         try:
             self.passages = self.repo.passages
-            self.passage_index = self.repo.passage_index
             self.vectors = np.ascontiguousarray(self.repo.passage_vectors, dtype=np.float32)
         except RepositoryError:
             raise
         except Exception as exc:  # a half-written or damaged table: name it, no traceback
-            raise RepositoryError(f"{path}: repository is damaged or half-written ({_short(exc)}); rebuild it") from None
+            raise RepositoryError(f"{self.path}: repository is damaged or half-written ({_short(exc)}); rebuild it") from None
         if self.vectors.shape[0] != len(self.passages):
-            raise RepositoryError(f"{path}: {self.vectors.shape[0]} passage vectors for {len(self.passages)} passages; rebuild it")
-        self.passage_tokens = np.array([p.n_tokens for p in self.passages], dtype=np.int64)
+            raise RepositoryError(
+                f"{self.path}: {self.vectors.shape[0]} passage vectors for {len(self.passages)} passages; rebuild it")
+
+    def _save_snapshot(self) -> None:
+        from ..repository import GRAPH_KINDS
+
+        views = {kind: self.view(kind) for kind in GRAPH_KINDS}
+        _write_pickle(_snapshot_path(self.key), (self.passages, self.vectors, views))
+
+    @functools.cached_property
+    def repo(self):
+        from ..repository import Repository
+
+        return Repository.open(self.path)
 
     @functools.cached_property
     def bm25(self):
@@ -93,9 +117,15 @@ class RepoState:
 
     @functools.cached_property
     def key(self) -> str:
-        """A digest naming this repository version (for on-disk caches)."""
-        created = str(self.repo.manifest.get("created", ""))
-        return hashlib.sha256(f"{self.path.resolve()}|{created}|{len(self.passages)}".encode()).hexdigest()[:20]
+        """A digest naming this repository version and this code (for on-disk caches)."""
+        from ..repository import MANIFEST
+
+        try:
+            stamp = (self.path / MANIFEST).stat().st_mtime_ns
+        except OSError:
+            stamp = 0
+        created = str(self.manifest.get("created", ""))
+        return hashlib.sha256(f"{self.path.resolve()}|{created}|{stamp}|{_code_digest()}".encode()).hexdigest()[:20]
 
     def source_text(self, doc_id: str) -> str:
         return self.repo.source_text(doc_id)
@@ -171,6 +201,47 @@ def _specificity(entities: list[Entity], n_passages: int) -> np.ndarray:
     return np.clip(np.log(n / df) / math.log(n), 0.0, 1.0) if len(entities) else np.zeros(0)
 
 
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """Snapshots hold pickled records: a change to their code must not load stale objects."""
+    from .. import __version__
+
+    here = Path(__file__).resolve()
+    parts = [__version__, here.read_bytes(), (here.parent.parent / "records.py").read_bytes()]
+    return hashlib.sha256(b"\x00".join(p if isinstance(p, bytes) else p.encode() for p in parts)).hexdigest()[:12]
+
+
+def _snapshot_path(key: str) -> Path:
+    from ..offline import cache_root
+
+    return cache_root() / "retrieve" / f"{key}-snapshot.pkl"
+
+
+def _load_snapshot(key: str):
+    import pickle
+
+    path = _snapshot_path(key)
+    if not path.is_file():
+        return None
+    try:
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    except Exception:  # a torn or incompatible cache file: rebuild it
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _write_pickle(path: Path, value: Any) -> None:
+    import os
+    import pickle
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(path)
+
+
 def _cached_vectors(name: str, texts: list[str], embed) -> np.ndarray:
     """Embed `texts` once; keep the matrix under the pagerag cache dir (a pure function of texts)."""
     from ..offline import cache_root
@@ -203,10 +274,18 @@ _STATES_LOCK = threading.Lock()
 
 def get_state(path: str | Path) -> RepoState:
     """The cached state of the repository at `path` (reloaded when its manifest changes)."""
-    from ..repository import MANIFEST, read_manifest
+    from ..repository import FORMAT_VERSION, MANIFEST, read_manifest
 
     path = Path(path)
-    read_manifest(path)  # raises a one-line RepositoryError for a missing or foreign directory
+    manifest = read_manifest(path)  # a one-line RepositoryError for a missing or foreign directory
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        from ..repository import Repository
+
+        Repository.open(path)  # raises its own clear message about the format
+    for part in ("tables", "bm25", "sources"):
+        if not (path / part).is_dir():
+            raise RepositoryError(f"{path}: repository is incomplete ('{part}/' is missing); rebuild it")
     resolved = path.resolve()
     try:
         stamp = (resolved / MANIFEST).stat().st_mtime
@@ -218,5 +297,5 @@ def get_state(path: str | Path) -> RepoState:
         if state is None:
             for old in [k for k in _STATES if k[0] == key[0]]:
                 del _STATES[old]  # a rebuilt repository replaces its old state
-            state = _STATES[key] = RepoState(resolved)
+            state = _STATES[key] = RepoState(resolved, manifest)
         return state
