@@ -14,9 +14,17 @@ from typing import List, Optional
 
 import typer
 
+from ..errors import PageRAGError
+
 DEFAULT_PIPELINES = ["full", "passages-only"]
 ABLATIONS = ["no-floor", "raw-graph", "no-evidence-constraint", "no-structural-guidance"]
 LLM_CHOICES = ("auto", "openai", "llamacpp", "extractive")
+
+
+class EvalInterrupted(PageRAGError):
+    """Ctrl-C stopped the run after the partial report was written."""
+
+    exit_code = 130
 
 
 def eval_command(
@@ -47,9 +55,10 @@ def eval_command(
     report_md = (out / "report.md").read_text(encoding="utf-8")
     sys.stdout.write(_tables_only(report_md))
     if not outcome.complete:
-        typer.echo(f"interrupted: partial report ({len(outcome.rows)} of {outcome.planned} question runs) in {out}; "
-                   "run the same command with --resume to continue", err=True)
-        raise typer.Exit(130)
+        # an error, not typer.Exit: the CLI runs click with standalone_mode=False, where an Exit
+        # code would be returned and lost instead of reaching the shell
+        raise EvalInterrupted(f"interrupted: partial report ({len(outcome.rows)} of {outcome.planned} question runs) "
+                           f"in {out}; run the same command with --resume to continue")
     typer.echo(f"wrote {out}/report.md, report.json, results.jsonl and plots", err=True)
 
 

@@ -223,13 +223,16 @@ def select_for_sources(items: list[QAItem], documents: list[str]) -> tuple[list[
 
 def take_mixed(items: list[QAItem], limit: int | None) -> list[QAItem]:
     """The first `limit` questions taken round-robin across question types (in file order), so a
-    small run still mixes answerable and unanswerable questions. Deterministic."""
+    small run still mixes answerable and unanswerable questions: unanswerable questions come
+    second in each round. Deterministic."""
     if limit is None or limit >= len(items):
         return list(items)
     by_type: dict[str, list[QAItem]] = {}
     for item in items:
         by_type.setdefault(item.type, []).append(item)
-    queues = list(by_type.values())
+    answerable = [q for q in by_type.values() if q[0].answerable]
+    unanswerable = [q for q in by_type.values() if not q[0].answerable]
+    queues = answerable[:1] + unanswerable + answerable[1:]
     picked: list[QAItem] = []
     depth = 0
     while len(picked) < limit:

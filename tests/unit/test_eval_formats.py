@@ -101,6 +101,7 @@ def test_limit_takes_questions_round_robin_across_types_in_file_order(tmp_path):
     lines += [json.dumps(dict(GOOD, id=f"m{i}", type="multi-hop")) for i in range(2)]
     lines += [json.dumps(dict(UNANSWERABLE, id=f"u{i}")) for i in range(3)]
     items = load_questions(write_lines(tmp_path / "mix.jsonl", lines)).items
-    assert [i.id for i in take_mixed(items, 5)] == ["f0", "f1", "m0", "m1", "u0"]
+    assert [i.id for i in take_mixed(items, 5)] == ["f0", "f1", "m0", "u0", "u1"]
     assert [i.id for i in take_mixed(items, 3)] == ["f0", "m0", "u0"]
+    assert [i.id for i in take_mixed(items, 2)] == ["f0", "u0"]  # the smallest slice still has both kinds
     assert take_mixed(items, None) == items and take_mixed(items, 100) == items
