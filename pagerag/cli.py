@@ -43,7 +43,7 @@ def _print_json(data) -> None:
 
 @app.command()
 def build(
-    paths: List[Path] = typer.Argument(..., help="Text/Markdown files or folders of them."),
+    paths: List[Path] = typer.Argument(..., help="Text/Markdown files or folders of them, or corpus:NAME (see `pagerag corpus list`)."),
     repo: Path = RepoOption,
     pipeline: Optional[str] = PipelineOption,
     extractor: Optional[str] = typer.Option(None, "--extractor", help="Graph extractor: nlp (spaCy, default) or llm."),
@@ -53,9 +53,11 @@ def build(
 ):
     """Build a repository: passages, governed graph, communities, provenance; published atomically."""
     from .build import build_repository
+    from .corpora import resolve_corpus_paths
 
     settings = _settings(pipeline, config, set_, {"extract": {"extractor": extractor}})
-    report = build_repository(paths, repo, settings, show_progress=not quiet)
+    sources = resolve_corpus_paths([str(p) for p in paths])  # corpus:NAME → its verified files
+    report = build_repository(sources, repo, settings, show_progress=not quiet)
     stats = report.manifest["stats"]
     resumed = f" (resumed: {', '.join(report.resumed_stages)} from cache)" if report.resumed_stages else ""
     typer.echo(
@@ -149,9 +151,18 @@ def config_pipelines():
 
 def _register_commands() -> None:
     """Commands that live in pagerag/commands/ (each module imports only typer at load time)."""
+    from .commands.ask import ask, doctor
+    from .commands.corpus import corpus_app
+    from .commands.eval import eval_command
+    from .commands.rcs import rcs_eval
     from .commands.retrieve import retrieve
 
     app.command()(retrieve)
+    app.command()(ask)
+    app.command("eval")(eval_command)
+    app.command("rcs-eval")(rcs_eval)
+    app.command()(doctor)
+    app.add_typer(corpus_app, name="corpus")
 
 
 _register_commands()
