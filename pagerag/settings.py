@@ -154,6 +154,12 @@ class RetrieveSettings(_Section):
 class ConfidenceSettings(_Section):
     model_path: str = Field("", description="RCS model JSON; empty = repository's calibrated model, else the packaged default.")
     target_cwar: float = Field(0.2, gt=0.0, lt=1.0, description="Target confident-wrong-answer rate for the threshold.")
+    l2_prior: float = Field(
+        3.0, gt=0.0,
+        description="Strength of the Gaussian prior on the RCS weights when a model is (re)fitted: the per-question "
+        "L2 penalty is l2_prior / n, so small calibration sets are shrunk more (3 = chosen by cross-validation "
+        "on the multi-hop tune halves).",
+    )
 
 
 class GenerateSettings(_Section):
