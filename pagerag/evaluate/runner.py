@@ -243,6 +243,7 @@ def _row(pipeline: str, task: EvalTask, item: QAItem, answer: dict[str, Any], sc
         "completion_tokens": sum(t.get("completion", 0) for t in tokens.values()),
         "stage_tokens": tokens, "stage_latency_ms": answer.get("latency_ms") or {},
         "latency_s": round(latency, 4), "score": score.to_dict(), "error": error,
+        "notes": list(answer.get("notes") or []),  # e.g. why the RCS gate was skipped
     }
     if judge is not None:
         row["judge_tokens"] = {"prompt": judge.prompt_tokens - judged_before[0],

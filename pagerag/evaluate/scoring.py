@@ -8,7 +8,8 @@ evidence recall.
   >= LENIENT_RECALL. With a judge (judge.py), the judge decides for answers that are not
   already strictly right.
 - normalisation: NFKC, lower case, curly quotes folded, punctuation and hyphens to spaces,
-  articles dropped, number words zero..ninety (and "a hundred") to digits, "1,000" to "1000".
+  articles dropped, number words zero..ninety (and "a hundred") to digits, "1,000" to "1000",
+  "1st" to "1".
 - evidence recall: the share of gold quotes that are substrings of the cited evidence, runs of
   whitespace collapsed to one space; citations of one file that overlap or touch are joined
   first, so a quote spread over two cited sentences still counts.
@@ -38,6 +39,7 @@ _NON_WORD = re.compile(r"[^\w\s]|_")
 _POSSESSIVE = re.compile(r"'s\b")
 _CITATION = re.compile(r"\[\s*\d+(?:\s*[,;]\s*\d+)*\s*\]")
 _YES_NO = {"yes", "no"}
+_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 
 
 def normalise(text: str) -> str:
@@ -66,6 +68,8 @@ def _numbers_to_digits(words: list[str]) -> list[str]:
             continue
         if word in _NUMBER_WORDS:
             out.append(str(_NUMBER_WORDS[word]))
+        elif _ORDINAL.match(word):  # "1st" -> "1" (ordinal words stay: "first" is rarely a date)
+            out.append(_ORDINAL.match(word).group(1))
         elif word == "hundred":
             if out and out[-1].isdigit():
                 out[-1] = str(int(out[-1]) * 100)
