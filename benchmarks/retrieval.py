@@ -176,7 +176,7 @@ def warm_windows(repo: Path, settings, encode) -> float:
     return time.perf_counter() - t0
 
 
-def recall_table(data_dir: Path, work: Path, budget: int, books: list[str]) -> dict:
+def recall_table(data_dir: Path, work: Path, budget: int, books: list[str], sets: list[str]) -> dict:
     from pagerag.retrieve.api import get_encoder
     from pagerag.settings import load_settings
 
@@ -186,7 +186,7 @@ def recall_table(data_dir: Path, work: Path, budget: int, books: list[str]) -> d
     for book in books:
         repo = ensure_repo(data_dir, BOOKS[book][0], work, book)
         warm_windows(repo, settings_of["full"], encode)
-        questions = load_questions(data_dir, book)
+        questions = [q for q in load_questions(data_dir, book) if q["set"] in sets]
         print(f"{book}: {len(questions)} questions", file=sys.stderr, flush=True)
         for q in questions:
             for name in PIPELINES:
@@ -277,6 +277,7 @@ def main() -> None:
     ap.add_argument("--work", default=str(Path.home() / ".cache" / "pagerag" / "bench"), help="Where repositories are built.")
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--books", default="carol,cornwall")
+    ap.add_argument("--sets", default="qa,graphrag-bench", help="Question sets to score.")
     ap.add_argument("--skip-recall", action="store_true")
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--json", dest="json_out", default="", help="Also write all rows and figures to this file.")
@@ -285,7 +286,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     result: dict = {"budget": args.budget}
     if not args.skip_recall:
-        result["recall"] = recall_table(data_dir, work, args.budget, args.books.split(","))
+        result["recall"] = recall_table(data_dir, work, args.budget, args.books.split(","), args.sets.split(","))
         print_recall(result["recall"]["rows"])
     if not args.skip_latency:
         result["latency"] = latency(data_dir, work, args.budget)

@@ -166,6 +166,8 @@ class Linked:
     question_vec: np.ndarray
     bridges: list[str] = field(default_factory=list)
     bridge_vecs: np.ndarray | None = None
+    parts: list[str] = field(default_factory=list)  # the question's sentences, when it has several
+    part_vecs: np.ndarray | None = None
 
 
 def link_question(question: str, view: GraphView | None, settings: Settings, encode: Encode) -> Linked:
@@ -174,18 +176,30 @@ def link_question(question: str, view: GraphView | None, settings: Settings, enc
     tokens = linking.tokenize(question)
     spans = linking.candidate_mentions(question, tokens)
     mentions = [s.text for s in spans]
+    parts = question_parts(question)
     if view is None or not view.graph.entities or settings.retrieve.max_links == 0:
-        return Linked([], mentions, encode([question])[0])
+        vectors = encode([question, *parts])
+        return Linked([], mentions, vectors[0], parts=parts, part_vecs=vectors[1:])
     links, covered = linking.link_exact(question, tokens, view)
     fuzzy, _ = linking.link_fuzzy(question, tokens, covered, view, settings.retrieve.fuzzy_link_threshold)
     links = linking.best_links(links + fuzzy, settings.retrieve.max_links)
     rest = linking.unlinked_spans(spans, links)
     bridges = bridge_texts([l for l in links if l.score >= linking.MIN_LINK_SCORE], view)
-    vectors = encode([question, *[s.text for s in rest], *bridges])
+    vectors = encode([question, *[s.text for s in rest], *bridges, *parts])
     span_vecs = vectors[1 : 1 + len(rest)]
     links += linking.link_embedding(question, rest, span_vecs, view, settings.retrieve.embedding_link_threshold)
+    after = 1 + len(rest) + len(bridges)
     return Linked(linking.best_links(links, settings.retrieve.max_links), mentions, vectors[0],
-                  bridges, vectors[1 + len(rest) :])
+                  bridges, vectors[1 + len(rest) : after], parts, vectors[after:])
+
+
+def question_parts(question: str, limit: int = 3) -> list[str]:
+    """The sentences of a question that has several ("X did Y. What did Z…?"): each part points
+    at a different evidence site, so the multi-hop route also searches them one by one."""
+    sentences = split_sentences(question)
+    if len(sentences) < 2:
+        return []
+    return [question[s:e] for s, e in sentences[:limit]]
 
 
 def analyse(question: str, state: RepoState, settings: Settings, encode: Encode) -> tuple[Analysis, Linked]:

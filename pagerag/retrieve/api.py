@@ -94,8 +94,9 @@ def retrieve(question: str, repo: str | Path | RepoState, settings: Settings, bu
     dense = operators.dense_search(query, max(cfg.hop1_k, plan.top_k))
     lexical = operators.lexical_search(query, max(cfg.hop1_k, plan.top_k))
     results = []
+    parts = list(zip(linked.parts, linked.part_vecs)) if plan.need == "multi-hop" and linked.parts else []
     if "text" in plan.shares:
-        results.append(operators.text_floor(query, dense, lexical))
+        results.append(operators.text_floor(query, dense, lexical, parts))
     clock.lap("text")
     for name in plan.operators:
         if name in GRAPH_OPERATORS:
@@ -105,7 +106,8 @@ def retrieve(question: str, repo: str | Path | RepoState, settings: Settings, bu
     clock.lap("fuse")
     if "rerank" in plan.operators and items:
         head = [it.row for it in items[: cfg.rerank_pool]]
-        scores = score_windows(state, head, analysis.question, qvec, encode, settings.embed.model, cfg.rerank_model)
+        qvecs = np.vstack([qvec, *[v for _, v in parts]])
+        scores = score_windows(state, head, analysis.question, qvecs, encode, settings.embed.model, cfg.rerank_model)
         items = apply_rerank(items, scores, cfg.rrf_k)
         clock.lap("rerank")
     spans = select(items, plan, state, settings.chunk.encoding)

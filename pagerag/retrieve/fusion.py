@@ -1,9 +1,10 @@
 """Fuse the operators' ranked lists into one pool, then let the rerank operator reorder it.
 
 Fusion is weighted reciprocal-rank fusion: the text floor counts 1, a graph operator its budget
-share in the plan, so the route decides how much structure nudges the order. Rerank adds its own
-reciprocal-rank term (RERANK_WEIGHT) over the best-window scores of the head of the pool; that
-term puts candidates of all operators on one relevance scale.
+share in the plan times GRAPH_WEIGHT, so the route decides how much structure nudges the order
+(graph-only passages still get in through their budget share, see evidence.py). Rerank adds its
+own reciprocal-rank term (RERANK_WEIGHT) over the best-window scores of the head of the pool;
+that term puts candidates of all operators on one relevance scale.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .records import Plan
 from .rerank import WindowScore
 
 RERANK_WEIGHT = 1.0
+GRAPH_WEIGHT = 0.5  # times the operator's budget share
 
 
 @dataclass
@@ -33,7 +35,7 @@ def fuse(results: list[OperatorResult], plan: Plan, k: int) -> list[PoolItem]:
     for result in results:
         # The text floor ranks by relevance and counts fully; a graph operator's list counts by
         # its budget share, so structure nudges the order without outvoting relevance.
-        weight = 1.0 if result.name == "text" else plan.shares.get(result.name, 0.0)
+        weight = 1.0 if result.name == "text" else GRAPH_WEIGHT * plan.shares.get(result.name, 0.0)
         for rank, cand in enumerate(result.candidates, start=1):
             item = pool.setdefault(cand.row, PoolItem(row=cand.row, fused=0.0))
             item.fused += weight / (k + rank)

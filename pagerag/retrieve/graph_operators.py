@@ -22,6 +22,7 @@ PASSAGES_PER_EDGE = 2
 PASSAGES_PER_COMMUNITY = 3
 MAX_PATH_ENDPOINTS = 4
 MAX_BRANCH = 60  # neighbours of a path endpoint explored for 3-hop paths (heaviest first)
+HUB_SPECIFICITY = 0.25  # idf share below which an entity is a hub (in ~1/3+ of a book's passages)
 
 
 def edge_strength(weight: float) -> float:
@@ -37,10 +38,16 @@ def view_for(query: Query) -> GraphView:
 # Neighbour
 
 
+def is_hub(view: GraphView, entity_id: str) -> bool:
+    """An entity in a large share of all passages (the protagonist, "man"): its neighbourhood is
+    most of the book, so it says nothing about a question on its own."""
+    return float(view.specificity[view.entity_row[entity_id]]) < HUB_SPECIFICITY
+
+
 def neighbour(query: Query) -> OperatorResult:
     """O_n: the passages behind each linked entity's edges (its 1-hop neighbourhood) and its own
     mentions, scored by question similarity plus edge strength (an edge to another linked entity
-    counts most)."""
+    counts most). A hub contributes only its edges to the other linked entities."""
     view = view_for(query)
     links = [l for l in strong_links(query.analysis) if l.entity_id in view.entity_row]
     linked = {l.entity_id for l in links}
@@ -48,11 +55,14 @@ def neighbour(query: Query) -> OperatorResult:
     index = query.state.passage_index
     for link in links:
         entity = view.entity(link.entity_id)
-        for pid in entity.passage_ids:
+        hub = is_hub(view, link.entity_id)
+        for pid in [] if hub else entity.passage_ids:
             if pid in index:
                 _keep_max(structure, index[pid], 0.3 * link.score)
         adjacency = view.nx[link.entity_id] if link.entity_id in view.nx else {}
         for other, data in adjacency.items():
+            if hub and other not in linked:
+                continue
             info: EdgeInfo = data["info"]
             strength = link.score * edge_strength(info.weight) + (0.5 if other in linked else 0.0)
             for rid in info.relation_ids:

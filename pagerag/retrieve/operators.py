@@ -79,17 +79,31 @@ def rrf(rankings: list[tuple[list[int], float]], k: int) -> dict[int, float]:
     return fused
 
 
-def text_floor(query: Query, dense: DenseHits, lexical: tuple[np.ndarray, np.ndarray]) -> OperatorResult:
-    """O_t: BM25 top-k and dense top-k fused by reciprocal rank."""
+def text_floor(query: Query, dense: DenseHits, lexical: tuple[np.ndarray, np.ndarray],
+               parts: list[tuple[str, np.ndarray]] = ()) -> OperatorResult:
+    """O_t: BM25 top-k and dense top-k fused by reciprocal rank.
+
+    On the multi-hop route each sentence of the question (`parts`: text and vector) gets its own
+    fused list, and the lists are interleaved (whole, part 1, part 2, whole, …): every evidence
+    site of the chain gets a high rank, not only the one the whole question is closest to.
+    """
     top_k = query.plan.top_k
-    dense_rows = [int(r) for r in dense.rows[:top_k]]
+    k = query.settings.retrieve.rrf_k
     bm25_rows, bm25_scores = lexical
-    bm25_list = [int(r) for r in bm25_rows[:top_k]]
-    fused = rrf([(dense_rows, 1.0), (bm25_list, 1.0)], query.settings.retrieve.rrf_k)
+    whole = rrf([([int(r) for r in dense.rows[:top_k]], 1.0), ([int(r) for r in bm25_rows[:top_k]], 1.0)], k)
+    ranked_lists = [sorted(whole, key=lambda r: -whole[r])]
+    for text, vector in parts:
+        sims = query.state.vectors @ vector
+        part_dense = [int(r) for r in np.argsort(-sims, kind="stable")[: min(top_k, sims.size)]]
+        part_bm25 = [int(r) for r in query.state.bm25.search(text, top_k)[0]]
+        fused = rrf([(part_dense, 1.0), (part_bm25, 1.0)], k)
+        ranked_lists.append(sorted(fused, key=lambda r: -fused[r]))
+    order = _interleave(ranked_lists)[: top_k * len(ranked_lists)] if parts else ranked_lists[0]
     dense_of = {int(r): float(s) for r, s in zip(dense.rows, dense.scores)}
     bm25_of = {int(r): float(s) for r, s in zip(bm25_rows, bm25_scores)}
     candidates = []
-    for row, score in sorted(fused.items(), key=lambda kv: -kv[1]):
+    for rank, row in enumerate(order, start=1):
+        score = whole[row] if not parts else 2.0 / (k + rank)  # interleaved: the rank is the score
         components = {"rrf": round(score, 6)}
         if row in dense_of:
             components["dense"] = round(dense_of[row], 4)
@@ -97,6 +111,15 @@ def text_floor(query: Query, dense: DenseHits, lexical: tuple[np.ndarray, np.nda
             components["bm25"] = round(bm25_of[row], 4)
         candidates.append(Candidate(row=row, score=score, components=components))
     return OperatorResult("text", candidates)
+
+
+def _interleave(lists: list[list[int]]) -> list[int]:
+    seen: dict[int, None] = {}
+    for i in range(max(len(l) for l in lists)):
+        for l in lists:
+            if i < len(l):
+                seen.setdefault(l[i], None)
+    return list(seen)
 
 
 def similarities(query: Query, rows: list[int]) -> np.ndarray:

@@ -4,7 +4,8 @@ The route per need (before the preset's limits):
   local       text 0.85, neighbour 0.15                      (+ rerank)
   relational  text 0.45, neighbour 0.30, path 0.25           (+ rerank)
   multi-hop   text 0.45, path 0.30, neighbour 0.25           (+ rerank)
-  global      text 0.40, community 0.45, neighbour 0.15      (+ rerank)
+  global      text 0.55, community 0.30, neighbour 0.15      (+ rerank)
+The multi-hop route also searches each sentence of the question with the text floor.
 Graph operators need what they read: neighbour a linked entity, path two, community a global
 need. The preset then removes what it forbids (retrieve.floor, retrieve.graph = none,
 retrieve.operators, structural_guidance) and the shares of removed operators are given to the
@@ -21,7 +22,7 @@ ROUTES: dict[str, list[tuple[str, float]]] = {
     "local": [("text", 0.85), ("neighbour", 0.15)],
     "relational": [("text", 0.45), ("neighbour", 0.30), ("path", 0.25)],
     "multi-hop": [("text", 0.45), ("path", 0.30), ("neighbour", 0.25)],
-    "global": [("text", 0.40), ("community", 0.45), ("neighbour", 0.15)],
+    "global": [("text", 0.55), ("community", 0.30), ("neighbour", 0.15)],
 }
 
 

@@ -160,7 +160,8 @@ def _cross_encoder(path: str):
 def score_windows(state: RepoState, rows: list[int], question: str, qvec: np.ndarray, encode: Encode,
                   model: str, cross_encoder: str = "") -> list[WindowScore]:
     """Best-window score of each row that can be scored now (cached rows, plus the first
-    ON_DEMAND_ROWS uncached ones); rows beyond that keep their fused order."""
+    ON_DEMAND_ROWS uncached ones); rows beyond that keep their fused order. `qvec` may hold
+    several vectors (rows): a window's score is its best cosine with any of them."""
     index = window_index(state, model)
     uncached = [r for r in rows if r not in index.vectors][:ON_DEMAND_ROWS]
     if uncached:
@@ -170,8 +171,9 @@ def score_windows(state: RepoState, rows: list[int], question: str, qvec: np.nda
     if cross_encoder:
         return _cross_scores(state, index, scorable, question, cross_encoder)
     out = []
+    qmat = np.atleast_2d(qvec)  # several query vectors (a multi-hop question's parts): best of them
     for row in scorable:
-        sims = index.vectors[row] @ qvec
+        sims = (index.vectors[row] @ qmat.T).max(axis=1)
         best = int(np.argmax(sims))
         s, e = index.spans[row][best]
         out.append(WindowScore(row=row, score=float(sims[best]), start=s, end=e))

@@ -242,3 +242,13 @@ def test_numpy_query_encoder_matches_sentence_transformers(settings):
     reference = get_embedder(settings.embed.model, settings.embed.threads).encode(texts)
     assert fast.dtype == np.float32 and fast.shape == reference.shape
     assert np.all((fast * reference).sum(axis=1) > 0.9999)
+
+
+def test_multi_hop_route_searches_each_sentence(state, settings, encode):
+    question = "Scrooge's clerk had a very small fire. What did the ghost of Marley drag behind him?"
+    query, linked = _query(question, state, settings, encode, need="multi-hop")
+    assert len(linked.parts) == 2
+    result = operators.text_floor(query, operators.dense_search(query, 20), operators.lexical_search(query, 20),
+                                  list(zip(linked.parts, linked.part_vecs)))
+    head = " ".join(state.passages[c.row].text for c in result.candidates[:6])
+    assert "clerk's fire" in head and "cash-boxes" in head  # one evidence site per sentence

@@ -172,3 +172,11 @@ def test_lower_case_words_are_weak_anchors():
 ])
 def test_fact_rule_and_abbreviations(question, need):
     assert rule_need(question, 0)[0] == need
+
+
+def test_question_parts_split_statement_and_question():
+    from pagerag.retrieve.analyse import question_parts
+
+    q = "Mr. Scrooge kept the coal-box in his room. What does he tell Bob later?"
+    assert question_parts(q) == ["Mr. Scrooge kept the coal-box in his room.", "What does he tell Bob later?"]
+    assert question_parts("What does Mr. Scrooge tell Bob?") == []

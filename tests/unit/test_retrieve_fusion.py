@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from pagerag.retrieve.fusion import apply_rerank, fuse
+from pagerag.retrieve.fusion import GRAPH_WEIGHT, apply_rerank, fuse
 from pagerag.retrieve.operators import Candidate, OperatorResult, rrf
 from pagerag.retrieve.plan import plan
 from pagerag.retrieve.records import Analysis, EntityLink, Retrieval, Signals
@@ -32,7 +32,7 @@ def test_fuse_weights_graph_operators_by_their_share_and_keeps_provenance():
     assert items[0].row == 10  # found by both
     assert set(by_row[10].operators) == {"text", "path"}
     assert by_row[12].paths == ["A —[x]→ B"]
-    assert by_row[12].fused == p.shares["path"] / 61
+    assert by_row[12].fused == GRAPH_WEIGHT * p.shares["path"] / 61
     assert by_row[11].fused == 1.0 / 62  # the text floor counts fully
 
 

@@ -1,0 +1,37 @@
+"""The LLM router (prompts/route_query) against a real loopback OpenAI-compatible server."""
+from __future__ import annotations
+
+import json
+
+from pagerag.retrieve.api import get_encoder, retrieve
+from pagerag.settings import load_settings
+from tests.helpers.openai_server import LoopbackOpenAIServer
+
+QUESTION = "What did Scrooge's clerk earn?"
+
+
+def _settings(server):
+    llm = {"backend": "openai", "base_url": server.base_url, "model": "loopback-model", "timeout_s": 10.0,
+           "max_retries": 0, "cache": False}
+    return load_settings(environ={}, overrides={"retrieve": {"router": "llm"}, "llm": llm})
+
+
+def test_llm_decides_the_need_and_sees_the_prompt(carol_repo):
+    reply = json.dumps({"need": "global", "reason": "asks about the whole book"})
+    with LoopbackOpenAIServer(reply=lambda body: reply) as server:
+        settings = _settings(server)
+        r = retrieve(QUESTION, carol_repo, settings, encode=get_encoder(settings))
+        prompt = server.bodies[-1]["messages"][-1]["content"]
+    assert r.analysis.decided_by == "llm" and r.analysis.need == "global"
+    assert r.analysis.reason == "asks about the whole book"
+    assert QUESTION in prompt and "multi-hop" in prompt
+    assert r.plan.need == "global" and "community" in r.plan.operators
+
+
+def test_a_bad_llm_reply_falls_back_to_the_rules(carol_repo):
+    with LoopbackOpenAIServer(reply=lambda body: '{"need": "sideways"}') as server:
+        settings = _settings(server)
+        r = retrieve(QUESTION, carol_repo, settings, encode=get_encoder(settings))
+    assert r.analysis.decided_by in ("rules", "prototype")
+    assert any("LLM router failed" in note for note in r.analysis.notes)
+    assert r.evidence
