@@ -105,3 +105,4 @@ def test_limit_takes_questions_round_robin_across_types_in_file_order(tmp_path):
     assert [i.id for i in take_mixed(items, 3)] == ["f0", "m0", "u0"]
     assert [i.id for i in take_mixed(items, 2)] == ["f0", "u0"]  # the smallest slice still has both kinds
     assert take_mixed(items, None) == items and take_mixed(items, 100) == items
+
