@@ -119,3 +119,24 @@ def test_rebuild_replaces_repository_atomically(carol_excerpt: Path, tmp_path: P
     assert first.manifest["stats"]["passages"] == second.manifest["stats"]["passages"]
     validate_repository(repo)
     assert sorted(p.name for p in tmp_path.iterdir() if "staging" in p.name) == []
+
+
+def test_multi_document_repository(carol_excerpt: Path, tmp_path: Path):
+    """Several paths (a .txt and a folder holding a .md) make one repository; every passage
+    points into its own document."""
+    from pagerag.build import build_repository
+
+    text = carol_excerpt.read_text(encoding="utf-8-sig")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "stave-one.md").write_text("# Stave One\n\n" + text[:6000], encoding="utf-8")
+    second = tmp_path / "later.txt"
+    second.write_text(text[30000:36000], encoding="utf-8")
+    repo = tmp_path / "multi.rag"
+    build_repository([folder, second], repo, load_settings(environ={}), show_progress=False)
+    opened = validate_repository(repo)
+    docs = {p.doc_id for p in opened.passages}
+    assert docs == {"stave-one", "later"}
+    assert {s["doc_id"] for s in opened.manifest["sources"]} == docs
+    for p in opened.passages:
+        assert opened.source_text(p.doc_id)[p.start : p.end] == p.text
