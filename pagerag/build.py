@@ -229,11 +229,17 @@ def _build_graphs(passages, settings: Settings, cache: StageCache, progress, tim
             graph.communities = summarise_communities(graph, communities, passages, settings.community, embed=embedder.encode)
             advance(1)
         timings["communities"] = round(time.perf_counter() - t0, 3)
-    entity_vectors = _timed(
-        timings, "entity_vectors",
-        lambda: {kind: embedder.encode([e.name for e in g.entities], batch_size=256) for kind, g in graphs.items()},
-    )
+    entity_vectors = _timed(timings, "entity_vectors", lambda: _embed_entity_names(graphs, embedder))
     return GraphStage(graphs, entity_vectors, tokens, governance)
+
+
+def _embed_entity_names(graphs: dict[str, Graph], embedder) -> dict[str, np.ndarray]:
+    """Name vectors for entity linking; the governed names are mostly raw names, so each distinct
+    name is embedded once."""
+    names = sorted({e.name for g in graphs.values() for e in g.entities})
+    vectors = embedder.encode(names, batch_size=256)
+    row = {name: i for i, name in enumerate(names)}
+    return {kind: vectors[[row[e.name] for e in g.entities]] for kind, g in graphs.items()}
 
 
 def _manifest(docs: list[SourceDoc], passages, stage: "GraphStage", settings: Settings, timings, started,
