@@ -38,21 +38,22 @@ def retrieve(
 
 def print_retrieval(result) -> None:
     from rich.console import Console
+    from rich.markup import escape  # book text and path labels contain [brackets]
     from rich.table import Table
 
     console = Console()
     a, p = result.analysis, result.plan
     links = ", ".join(f"{l.mention} → {l.name} ({l.method} {l.score:.2f})" for l in a.links) or "none"
-    console.print(f"[bold]need[/bold] {a.need}  [dim]({a.decided_by}: {a.reason})[/dim]")
-    console.print(f"[bold]entities[/bold] {links}")
+    console.print(f"[bold]need[/bold] {a.need}  [dim]({a.decided_by}: {escape(a.reason)})[/dim]")
+    console.print(f"[bold]entities[/bold] {escape(links)}")
     for note in a.notes:
-        console.print(f"[yellow]note[/yellow] {note}")
+        console.print(f"[yellow]note[/yellow] {escape(note)}")
     shares = ", ".join(f"{op} {share:.0%}" for op, share in p.shares.items())
     console.print(f"[bold]plan[/bold] {' → '.join(p.operators) or 'nothing'}  [dim]budget {p.budget_tokens} tokens: {shares}; graph {p.graph}[/dim]")
     for reason in p.reasons[1:]:
-        console.print(f"  [dim]- {reason}[/dim]")
+        console.print(f"  [dim]- {escape(reason)}[/dim]")
     for hint in result.hints:
-        console.print(f"[bold]{hint.kind}[/bold] {hint.text}")
+        console.print(f"[bold]{hint.kind}[/bold] {escape(hint.text)}")
     table = Table(title=f"evidence: {len(result.evidence)} spans, {result.evidence_tokens} tokens")
     table.add_column("#", justify="right")
     table.add_column("passage", no_wrap=True)
@@ -62,7 +63,7 @@ def print_retrieval(result) -> None:
     for ev in result.evidence:
         text = " ".join(ev.text.split())
         table.add_row(str(ev.rank), ev.passage_id, f"{ev.start}-{ev.end}{' (part)' if ev.trimmed else ''}",
-                      ", ".join(ev.operators), text if len(text) <= 200 else text[:199] + "…")
+                      ", ".join(ev.operators), escape(text if len(text) <= 200 else text[:199] + "…"))
     console.print(table)
     steps = {k: v for k, v in result.timings_ms.items() if k not in ("total",)}
     console.print("[dim]" + "  ".join(f"{k} {v:.0f} ms" for k, v in steps.items()) +

@@ -33,6 +33,13 @@ def test_table_output_shows_analysis_plan_and_evidence(carol_repo):
     assert "evidence:" in result.stdout and "text, rerank" in result.stdout
 
 
+def test_path_labels_survive_the_rich_view(carol_repo):
+    result = CliRunner().invoke(app, ["retrieve", QUESTION, "--repo", str(carol_repo)])
+    assert result.exit_code == 0, result.output
+    paths = [line for line in result.stdout.splitlines() if line.startswith("path ")]
+    assert paths and all("—[" in line or "]—" in line for line in paths)
+
+
 def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pagerag", "retrieve", *args], capture_output=True, text=True, timeout=120)
 
