@@ -23,10 +23,11 @@ def feature_matrix(rows: Sequence[Mapping[str, float]], names: Sequence[str]) ->
 
 def fit_from_labelled(features_rows: Sequence[Mapping[str, float]], labels: Sequence[float],
                       target_cwar: float = 0.2, feature_names: Sequence[str] | None = None,
-                      l2: float | None = None, description: Mapping[str, Any] | None = None) -> RCSModel:
+                      l2: float | None = None, prior: float = DEFAULT_PRIOR, description: Mapping[str, Any] | None = None) -> RCSModel:
     """RCSModel fitted on (feature dict, label) pairs, with tau* = min{tau : CWAR(tau) <= target}.
 
-    L2 defaults to a prior of fixed strength (DEFAULT_PRIOR / n): small sets are shrunk more.
+    L2 defaults to a prior of fixed strength (prior / n; settings.confidence.l2_prior): small sets
+    are shrunk more.
     `feature_names` defaults to the keys of the first row (in order). The model's `metrics`
     records what it achieves on these same calibration questions.
     """
@@ -39,7 +40,7 @@ def fit_from_labelled(features_rows: Sequence[Mapping[str, float]], labels: Sequ
     names = list(feature_names or features_rows[0].keys())
     X = feature_matrix(features_rows, names)
     y = np.asarray(labels, dtype=np.float64)
-    l2 = l2_for(y.size, DEFAULT_PRIOR) if l2 is None else l2
+    l2 = l2_for(y.size, prior) if l2 is None else l2
     model = RCSModel.fit(X, y, names, l2=l2, target_cwar=target_cwar)
     scores = model.score_matrix(X)
     model.tau = select_threshold(scores, y, target_cwar)

@@ -160,6 +160,8 @@ class RCSModel:
 
 
 DEFAULT_MODEL_PATH = Path(__file__).with_name("default_rcs.json")
+# phi1-phi9 only: for a pipeline that has hop-1/hop-2 score lists but not the evidence extras.
+PAPER_MODEL_PATH = Path(__file__).with_name("paper_rcs.json")
 
 
 def load_default_model() -> RCSModel:

@@ -23,8 +23,8 @@ from .selection import DEFAULT_PRIOR, l2_for
 # Extras kept by the leave-one-out elimination on the tune halves (benchmarks/rcs.py --select
 # reprints the trace); the paper's phi1-phi9 always stay.
 RCS_EXTRAS = (
-    "mention_cov", "mention_hits", "mention_head_hits", "q_clauses", "q_comparison", "bridge_margin",
-    "evidence_redundancy", "linked_share", "bridge_head_hit", "qword_cov",
+    "q_clauses", "q_comparison", "mention_cov", "mention_hits", "linked_share", "bridge_margin",
+    "bridge_head_hit", "evidence_redundancy", "qword_cov",
 )
 RCS_FEATURES = PAPER_FEATURES + RCS_EXTRAS
 COVERAGES = (0.7, 0.5)
@@ -92,6 +92,10 @@ def method_scores(data: dict, names: Sequence[str], target_cwar: float, seed: in
     rcs.training.update({"temperature_baseline_T": best_t})
     scores["rcs"] = rcs.score_matrix(_matrix(test, names))
     probs = {k: scores[k] for k in ("rcs", "rcs-paper", "mlp", "mlp-paper")}
+    y_test = data["labels"][~data["tune"]]
+    # one MLP is one draw of its random initialisation: record how much the seed moves it
+    rcs.metrics["mlp_auc_ac_by_seed"] = [M.auc_ac(scores["mlp"], y_test)] + [
+        M.auc_ac(B.mlp_scores(tune, y_tune, test, names, s), y_test) for s in range(seed + 1, seed + 5)]
     return scores, probs, rcs
 
 
@@ -181,6 +185,7 @@ def run_rcs_eval(queries_path: Path, corpus_path: Path, train_queries: Path | No
         "methods": methods,
         "operating_points": operating_points(scores, y_test),
         "threshold": {"target_cwar": target_cwar, "tau": rcs.tau, "test_cwar": tau_cwar, "test_coverage": tau_cov},
+        "mlp_auc_ac_by_seed": rcs.metrics.pop("mlp_auc_ac_by_seed"),
         "ece": {k: M.ece(p, y_test) for k, p in probs.items()},
         "ece_noise_floor": calibration_noise_floor(probs["rcs"], seed=seed),
         "brier": {**{k: M.brier(p, y_test) for k, p in probs.items()},
@@ -188,9 +193,45 @@ def run_rcs_eval(queries_path: Path, corpus_path: Path, train_queries: Path | No
         "ablation": ablation(data, names, rcs.training["l2"]),
         "transfer": None,
         "model": rcs.to_dict(),
-        "curves": {k: [c.tolist() for c in M.accuracy_coverage_curve(s, y_test)] for k, s in scores.items()},
+        "curves": {k: [c.tolist() for c in M.accuracy_coverage_curve(s, y_test)]
+                   for k, s in {**scores, "oracle": y_test}.items()},
     }
     if train_queries and train_corpus:
         source = prepare_dataset(train_queries, train_corpus, top_k, None, model, progress)
         result["transfer"] = transfer(source, data, names, methods["rcs"]["auc_ac"], target_cwar, n_boot, seed)
     return result
+
+
+def fit_default_model(datasets: Sequence[dict], names: Sequence[str] = RCS_FEATURES, target_cwar: float = 0.2,
+                      model_name: str = "packaged:all-MiniLM-L6-v2") -> RCSModel:
+    """The packaged model: RCS fitted on the pooled *tune* halves of the given data sets (their
+    test halves stay unseen, so the benchmark can still measure it), tau for the target CWAR."""
+    tables = [_rows(d["table"], d["tune"]) for d in datasets]
+    y = np.concatenate([d["labels"][d["tune"]] for d in datasets])
+    pooled = {n: np.concatenate([t[n] for t in tables]) for n in names}
+    model = fit_rcs(pooled, y, names, target_cwar=target_cwar)
+    scores = model.score_matrix(_matrix(pooled, names))
+    model.training.update({
+        "data": {d["name"]: {"tune_queries": int(d["tune"].sum()), "success_rate": float(d["labels"][d["tune"]].mean())}
+                 for d in datasets},
+        "protocol": "multi-hop passage-level corpora, dense top-5 exact cosine, label = every gold passage in the "
+                    "top-5; tune half = md5(qid) even; hop 2 = spaCy bridge-entity queries (eval_features)",
+        "embedder": model_name, "n": int(y.size), "success_rate": float(y.mean()),
+        "prior": DEFAULT_PRIOR,
+    })
+    cwar, cov = M.cwar_at_threshold(scores, y, model.tau)
+    model.metrics = {"tune_auc_ac": M.auc_ac(scores, y), "tune_ece": M.ece(scores, y),
+                     "tune_cwar_at_tau": cwar, "tune_coverage_at_tau": cov}
+    return model
+
+
+def evaluate_model_on_test(model: RCSModel, data: dict, n_boot: int = 2000, seed: int = 0) -> dict:
+    """A fixed model (e.g. the packaged default) on a data set's test half."""
+    test = _rows(data["table"], ~data["tune"])
+    y = data["labels"][~data["tune"]]
+    s = model.score_matrix(_matrix(test, model.feature_names))
+    auc = M.auc_ac(s, y)
+    cwar, cov = M.cwar_at_threshold(s, y, model.tau)
+    return {"auc_ac": auc, "ci": list(M.bootstrap_ci(M.auc_ac, s, y, M.bootstrap_indices(y.size, n_boot, seed))),
+            "gain": M.normalised_gain(auc, float(y.mean()), M.oracle_auc_ac(y)), "ece": M.ece(s, y),
+            "brier": M.brier(s, y), "tau_test_cwar": cwar, "tau_test_coverage": cov}

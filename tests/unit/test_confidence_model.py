@@ -88,3 +88,20 @@ def test_fit_from_labelled_sets_tau_for_the_target_cwar():
     lower = scores[scores < model.tau].max()
     assert cwar_at_threshold(scores, y, lower)[0] > 0.15
     assert model.training["n"] == 1000 and model.metrics["calibration_cwar"] == pytest.approx(cwar)
+
+
+def test_packaged_models_load_and_score():
+    from pagerag.confidence.features import PAPER_FEATURES
+    from pagerag.confidence.model import DEFAULT_MODEL_PATH, PAPER_MODEL_PATH
+    from pagerag.confidence.rcs_eval import RCS_FEATURES
+
+    default = RCSModel.load(DEFAULT_MODEL_PATH)
+    paper = RCSModel.load(PAPER_MODEL_PATH)
+    assert default.feature_names == list(RCS_FEATURES) and paper.feature_names == list(PAPER_FEATURES)
+    for model in (default, paper):
+        assert 0.0 < model.tau < 1.0 and model.training["n"] > 500
+        typical = dict(zip(model.feature_names, model.mean))  # the average training query
+        assert 0.05 < model.score(typical) < 0.95
+    # the evidence already holding the next hop must raise confidence
+    w = dict(zip(default.feature_names, default.weights))
+    assert w["bridge_margin"] > 0
