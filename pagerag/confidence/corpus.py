@@ -41,19 +41,26 @@ class PassageCorpus:
         return f"{self.titles[i]}. {self.texts[i]}" if self.titles[i] else self.texts[i]
 
 
-def _read_jsonl(path: Path, what: str) -> list[dict]:
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise PageRAGError(f"{path}: cannot read {what}: {exc.strerror}") from None
+def _parse_jsonl(text: str, path: Path, what: str) -> list[dict]:
     rows = []
-    for n, line in enumerate(lines, 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise PageRAGError(f"{path}:{n}: invalid JSON in {what}: {exc.msg}") from None
     return rows
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise PageRAGError(f"{path}: cannot read {what}: {exc.strerror}") from None
+
+
+def _read_jsonl(path: Path, what: str) -> list[dict]:
+    return _parse_jsonl(_read_bytes(path, what).decode("utf-8"), path, what)
 
 
 def load_queries(path: Path, limit: int | None = None) -> list[MultiHopQuery]:
@@ -69,10 +76,8 @@ def load_queries(path: Path, limit: int | None = None) -> list[MultiHopQuery]:
 
 
 def load_corpus(path: Path) -> PassageCorpus:
-    raw = Path(path).read_bytes() if Path(path).is_file() else None
-    if raw is None:
-        raise PageRAGError(f"{path}: corpus file not found")
-    rows = _read_jsonl(path, "corpus")
+    raw = _read_bytes(path, "corpus")
+    rows = _parse_jsonl(raw.decode("utf-8"), path, "corpus")
     try:
         return PassageCorpus([str(r["pid"]) for r in rows], [r.get("title") or "" for r in rows],
                              [r["text"] for r in rows], hashlib.sha256(raw).hexdigest())

@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..errors import PageRAGError
 from . import baselines as B
 from . import metrics as M
 from .features import PAPER_FEATURES
@@ -170,8 +171,6 @@ def run_rcs_eval(queries_path: Path, corpus_path: Path, train_queries: Path | No
     data = prepare_dataset(queries_path, corpus_path, top_k, limit, model, progress)
     y_test = data["labels"][~data["tune"]]
     if y_test.min() == y_test.max() or data["labels"][data["tune"]].min() == data["labels"][data["tune"]].max():
-        from ..errors import PageRAGError
-
         raise PageRAGError("each half needs both retrieval successes and failures; use more queries")
     scores, probs, rcs = method_scores(data, names, target_cwar, seed)
     methods = auc_table(scores, y_test, n_boot, seed)
