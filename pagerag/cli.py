@@ -154,13 +154,14 @@ def _register_commands() -> None:
     from .commands.ask import ask, doctor
     from .commands.corpus import corpus_app
     from .commands.eval import eval_command
-    from .commands.rcs import rcs_eval
+    from .commands.rcs import calibrate, rcs_eval
     from .commands.retrieve import retrieve
 
     app.command()(retrieve)
     app.command()(ask)
     app.command("eval")(eval_command)
     app.command("rcs-eval")(rcs_eval)
+    app.command()(calibrate)
     app.command()(doctor)
     app.add_typer(corpus_app, name="corpus")
 
