@@ -252,3 +252,18 @@ def test_multi_hop_route_searches_each_sentence(state, settings, encode):
                                   list(zip(linked.parts, linked.part_vecs)))
     head = " ".join(state.passages[c.row].text for c in result.candidates[:6])
     assert "clerk's fire" in head and "cash-boxes" in head  # one evidence site per sentence
+
+
+def test_cross_encoder_rerank_when_configured(state, settings, encode):
+    """A configured cross-encoder scores the windows instead of the bi-encoder (here the packaged
+    MiniLM directory loaded as a CrossEncoder: a real model, its scores are not cosines)."""
+    query, linked = _query("What did Scrooge's clerk earn?", state, settings, encode)
+    rows = [c.row for c in _text_rows(query).candidates[:3]]
+    bi = {s.row: s.score for s in score_windows(state, rows, query.question, linked.question_vec, encode,
+                                                  settings.embed.model)}
+    cross = score_windows(state, rows, query.question, linked.question_vec, encode, settings.embed.model,
+                          cross_encoder="packaged:all-MiniLM-L6-v2")
+    assert {s.row for s in cross} == set(rows)
+    for s in cross:
+        p = state.passages[s.row]
+        assert p.start <= s.start < s.end <= p.end and abs(s.score - bi[s.row]) > 1e-6
