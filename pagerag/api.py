@@ -76,9 +76,9 @@ class PageRAG:
 
     def ask(self, question: str):
         """Answer with citations, or refuse with a reason (a pagerag.generate.records.Answer)."""
-        from .generate.decide import Pipeline, ask
+        from .generate.decide import Session, ask
 
-        return ask(_check(question), Pipeline(self.settings, self.state, self.encode, self.llm))
+        return ask(_check(question), Session(self.settings, self.state, self.encode, self.llm))
 
 
 def _check(question: Any) -> str:

@@ -171,7 +171,14 @@ class GenerateSettings(_Section):
         "auto", description="Sufficiency judge: auto = yes/no log-probabilities when the LLM backend gives them, else a JSON "
         "verdict; heuristic = the no-LLM rule (always used when there is no LLM)."
     )
-    judge_threshold: float = Field(0.5, ge=0.0, le=1.0, description="P(yes) the log-probability judge needs to call the evidence sufficient.")
+    judge_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="P(yes) the log-probability judge needs to call the evidence sufficient when the "
+        "no-LLM rule agrees it is."
+    )
+    judge_threshold_overrule: float = Field(
+        0.5, ge=0.0, le=1.0, description="P(yes) the log-probability judge needs to call the evidence sufficient when the "
+        "no-LLM rule found it insufficient (higher = the model needs more confidence to overrule the rule)."
+    )
     judge_type_check: bool = Field(
         True, description="Before an LLM judge, refuse questions asking for a sum, year, date, age, count or name when no "
         "evidence sentence holds one near the question's words."
@@ -181,8 +188,12 @@ class GenerateSettings(_Section):
         "passage must contain."
     )
     context_tokens: int = Field(
-        700, ge=50, description="Evidence (tiktoken tokens) shown to the LLM judge and answerer: the best sentence windows "
-        "of the retrieved passages."
+        700, ge=50, description="Evidence (tiktoken tokens) shown to the LLM answerer: the best sentence windows of the "
+        "retrieved passages, as numbered excerpts."
+    )
+    judge_context_tokens: int = Field(
+        300, ge=50, description="Evidence the LLM judge reads: the first (best) excerpts up to this many tokens, a prefix "
+        "of the answerer's, so a local model reuses the evaluated prompt."
     )
     answer_max_tokens: int = Field(160, ge=8, description="Longest answer the LLM may write (tokens).")
 

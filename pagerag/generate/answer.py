@@ -83,6 +83,8 @@ def check_citations(text: str, excerpts: list[Excerpt]) -> CheckedAnswer:
         return f"[{', '.join(kept)}]" if kept else ""
 
     cleaned = re.sub(r"\s+([.,;])", r"\1", _CITATION.sub(keep_valid, stripped)).strip()
+    if not re.search(r"[A-Za-z0-9]", _CITATION.sub("", cleaned)):
+        valid = []  # citation marks alone state nothing: there is no answer to support
     return CheckedAnswer(cleaned, [Citation.of(by_n[n]) for n in valid], invalid, abstained=False)
 
 

@@ -37,7 +37,7 @@ FIRST_EXCERPTS = 2  # the rule's best sentences always reach the LLM's excerpts
 
 
 @dataclass
-class Pipeline:
+class Session:
     """What a question needs, loaded once: settings, repository state, encoder, LLM (or None)."""
 
     settings: Settings
@@ -65,7 +65,7 @@ class _Timer:
             self.cost.latency_ms += (time.perf_counter() - self.t) * 1000
 
 
-def ask(question: str, pipe: Pipeline) -> Answer:
+def ask(question: str, pipe: Session) -> Answer:
     """Run the policy for one question."""
     from ..retrieve.api import retrieve
 
@@ -103,7 +103,7 @@ def ask(question: str, pipe: Pipeline) -> Answer:
         return _compose(answer, support, excerpts, pipe, cost)
 
 
-def _gate(question: str, retrieval, pipe: Pipeline, answer: Answer, costs: dict[str, StageCost]):
+def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[str, StageCost]):
     from ..retrieve.api import retrieve
 
     with _Timer(costs, "gate"):
@@ -122,7 +122,7 @@ def _gate(question: str, retrieval, pipe: Pipeline, answer: Answer, costs: dict[
     return retrieval, gate
 
 
-def _support(retrieval, pipe: Pipeline) -> tuple[Support, list]:
+def _support(retrieval, pipe: Session) -> tuple[Support, list]:
     terms = read_question(retrieval.question)
     windows = evidence_windows(retrieval.evidence, pipe.state)
     idf = make_idf(pipe.state)
@@ -134,7 +134,7 @@ def _support(retrieval, pipe: Pipeline) -> tuple[Support, list]:
     return support, windows
 
 
-def _compose(answer: Answer, support: Support, excerpts: list, pipe: Pipeline, cost: StageCost) -> Answer:
+def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, cost: StageCost) -> Answer:
     cfg = pipe.settings.generate
     if pipe.llm is None:
         text, cited = extractive_answer(support, pipe.state, pipe.settings.chunk.encoding)

@@ -10,9 +10,12 @@ Three judges, chosen by `generate.judge`:
   backend gives no log-probabilities (auto falls back to it).
 - heuristic (no LLM): the rule in support.py — the question's named things, its asked-for
   attribute words and a candidate of the expected answer type in one place of the evidence.
-`generate.judge_type_check` adds the heuristic's answer-type rule in front of an LLM judge: a
-question asking for a sum, a year or a name is refused when no sentence of the evidence holds
-one, whatever the model says.
+With an LLM the no-LLM rule still counts twice: `generate.judge_type_check` refuses a question
+asking for a sum, a year or a name when no evidence sentence holds one, whatever the model
+says; and the P(yes) threshold is `judge_threshold` when the rule finds the evidence sufficient
+but `judge_threshold_overrule` when it does not, so a weak model's "yes" must be surer to
+overrule the rule than to agree with it. The judge reads the best excerpts up to
+`generate.judge_context_tokens` (a small model judges a short context better).
 """
 from __future__ import annotations
 
@@ -76,6 +79,26 @@ def json_verdict(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCo
 def judge_sufficiency(question: str, excerpts: list[Excerpt], support: Support, llm: LLM | None,
                       cfg: GenerateSettings, cost: StageCost) -> Verdict:
     """s(q, E) by the configured judge (see the module docstring)."""
+    verdict = _judge(question, judge_excerpts(excerpts, cfg.judge_context_tokens), support, llm, cfg, cost)
+    verdict.rule = support.sufficient
+    return verdict
+
+
+def judge_excerpts(excerpts: list[Excerpt], max_tokens: int) -> list[Excerpt]:
+    """The best excerpts up to `max_tokens` (at least one): a prefix of the answerer's list, so
+    the judge prompt and the answer prompt share their beginning."""
+    out: list[Excerpt] = []
+    used = 0
+    for e in excerpts:
+        if out and used + e.n_tokens > max_tokens:
+            break
+        out.append(e)
+        used += e.n_tokens
+    return out
+
+
+def _judge(question: str, excerpts: list[Excerpt], support: Support, llm: LLM | None, cfg: GenerateSettings,
+           cost: StageCost) -> Verdict:
     method = cfg.judge
     if llm is None or method == "heuristic":
         return heuristic_verdict(support)
@@ -86,7 +109,9 @@ def judge_sufficiency(question: str, excerpts: list[Excerpt], support: Support, 
     if not excerpts:
         return Verdict(False, method, "no evidence was retrieved")
     if method in ("auto", "logprob"):
-        verdict = logprob_verdict(llm, question, excerpts, cfg.judge_threshold, cost)
+        # the model needs more confidence to overrule the no-LLM rule than to agree with it
+        threshold = cfg.judge_threshold if support.sufficient else cfg.judge_threshold_overrule
+        verdict = logprob_verdict(llm, question, excerpts, threshold, cost)
         if verdict is not None:
             return verdict
         if method == "logprob":

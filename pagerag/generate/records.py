@@ -56,6 +56,7 @@ class Verdict:
     missing: str = ""  # what the evidence lacks, in words, when insufficient
     score: float | None = None  # P(yes) for logprob, the support score for heuristic
     detail: str = ""
+    rule: bool | None = None  # what the no-LLM rule said (also recorded beside an LLM judge)
 
 
 @dataclass

@@ -32,7 +32,7 @@ def test_citations_of_missing_excerpts_are_removed():
 
 
 def test_an_answer_citing_nothing_real_has_no_citations():
-    for text in ("Fifteen shillings.", "Fifteen shillings [4].", "Fifteen [0]."):
+    for text in ("Fifteen shillings.", "Fifteen shillings [4].", "Fifteen [0].", "[2] [3]", " [1]. "):
         assert check_citations(text, _excerpts(3)).citations == []
 
 
