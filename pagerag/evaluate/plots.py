@@ -52,7 +52,7 @@ def quality_vs_tokens(path: Path, report: dict[str, Any]) -> Path:
 
     rows, x_key, x_label = _points(report)
     pipelines = report["meta"]["pipelines"]
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     overall = [r for r in rows if r["dataset"] == ALL]
     for index, dataset in enumerate(datasets):
@@ -71,7 +71,7 @@ def quality_vs_tokens(path: Path, report: dict[str, Any]) -> Path:
     ax.set_title("Quality vs query cost per pipeline")
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -84,7 +84,7 @@ def refusal_vs_accuracy(path: Path, report: dict[str, Any]) -> Path:
 
     rows = [r for r in report["results"] if r["n"] and r["lenient_acc"] is not None and r["refusal_rate"] is not None]
     pipelines = report["meta"]["pipelines"]
-    fig, ax = plt.subplots(figsize=(6, 5), dpi=110)
+    fig, ax = plt.subplots(figsize=(8.5, 5), dpi=110)
     acc = np.linspace(0.01, 1.0, 200)
     for level in (0.5, 0.7, 0.9):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -108,7 +108,7 @@ def refusal_vs_accuracy(path: Path, report: dict[str, Any]) -> Path:
     ax.set_title("Refusal vs accuracy")
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="lower left")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

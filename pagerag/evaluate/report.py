@@ -136,14 +136,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {display_name(r['pipeline'])} | {pct(r['lenient_acc'])} | "
                      f"{count(r['correct_refusals'], r['unanswerable'])} | {pct(r['bbs'])} |")
     lines += ["", "## Boundary, evidence and cost detail", "",
-              "| Dataset | System | n | False ref. | Answered unanswerable | BBS | Evidence recall | Lat. p95 | Evidence budget | Escalated | Errors |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| Dataset | System | n | False ref. | Answered unanswerable | BBS | Evidence recall | Lat. p95 | Evidence budget | Escalated | Refusals by reason | Errors |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in report["results"]:
         if r["dataset"] == ALL and len(datasets) < 2:  # one dataset: "all" repeats it
             continue
         lines.append(f"| {r['dataset']} | {display_name(r['pipeline'])} | {r['n']} | {count(r['false_refusals'], r['answerable'])} | "
                      f"{count(r['answered_unanswerable'], r['unanswerable'])} | {pct(r['bbs'])} | {pct(r['evidence_recall'])} | "
-                     f"{seconds(r['latency_p95_s'])} | {tokens(r['evidence_budget'])} | {r['escalated']} | {r['errors']} |")
+                     f"{seconds(r['latency_p95_s'])} | {tokens(r['evidence_budget'])} | {r['escalated']} | "
+                     f"{_reasons(r.get('refusal_reasons') or {})} | {r['errors']} |")
     lines += ["", "## Per question type (all datasets)", "",
               "| System | Type | n | Strict | Lenient | Ref. | False ref. | Evidence recall | Lat. | QTok |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -155,6 +156,13 @@ def render_markdown(report: dict[str, Any]) -> str:
     if meta.get("plots"):
         lines += ["", "## Plots", ""] + [f"![{Path(p).stem}]({Path(p).name})" for p in meta["plots"]]
     return "\n".join(lines) + "\n"
+
+
+REASON_WORDS = {"low_retrieval_confidence": "RCS gate", "insufficient_evidence": "judge", "unsupported_answer": "unsupported"}
+
+
+def _reasons(counts: dict[str, int]) -> str:
+    return " · ".join(f"{REASON_WORDS.get(k, k)} {v}" for k, v in counts.items()) or "–"
 
 
 def _header(meta: dict[str, Any]) -> list[str]:

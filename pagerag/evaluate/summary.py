@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from typing import Any, Iterable
 
 ALL = "all"
@@ -59,6 +60,7 @@ def summarise(rows: Iterable[dict[str, Any]], build_tokens: int | None = None) -
         "evidence_budget": statistics.fmean(r.get("budget_tokens") or 0 for r in rows) if rows else None,
         "btok": build_tokens,
         "escalated": sum(bool(r.get("escalated")) for r in rows),
+        "refusal_reasons": dict(sorted(Counter(r.get("reason") or "?" for r in rows if r.get("decision") == "refused").items())),
         "errors": sum(bool(r.get("error")) for r in rows),
         "lenient_methods": sorted({r["score"]["lenient_method"] for r in answerable if r["score"].get("lenient_method")}),
     }

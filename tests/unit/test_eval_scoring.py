@@ -104,7 +104,8 @@ def row(answerable, strict=False, lenient=False, refused=False, latency=1.0, pro
     score = {"strict": strict, "lenient": lenient, "lenient_method": "token-recall", "evidence_recall": None,
              "correct_refusal": refused if not answerable else None, "false_refusal": refused if answerable else None}
     return {"pipeline": "full", "dataset": "D", "type": kind or ("fact" if answerable else "unanswerable"),
-            "answerable": answerable, "score": score, "latency_s": latency, "prompt_tokens": prompt,
+            "answerable": answerable, "score": score, "decision": "refused" if refused else "answered",
+            "reason": "insufficient_evidence" if refused else None, "latency_s": latency, "prompt_tokens": prompt,
             "completion_tokens": 0, "budget_tokens": 2000}
 
 
@@ -117,6 +118,7 @@ def test_summary_counts_bbs_and_latency_percentiles():
     assert s["bbs"] == pytest.approx(2 * 0.5 * 0.5 / 1.0)
     assert s["latency_median_s"] == pytest.approx(3.5) and s["latency_p95_s"] == pytest.approx(8.75)
     assert s["btok"] == 1234 and s["answered_unanswerable"] == 1
+    assert s["refusal_reasons"] == {"insufficient_evidence": 2}
 
 
 def test_bbs_matches_the_paper_and_is_undefined_without_both_kinds():
