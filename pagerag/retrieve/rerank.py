@@ -115,12 +115,15 @@ class WindowIndex:
         if not path.is_file():
             return
         try:
-            data = np.load(path)
-            offsets = np.concatenate([[0], np.cumsum(data["counts"])])
-            for i, row in enumerate(data["rows"]):
-                lo, hi = offsets[i], offsets[i + 1]
-                self.spans[int(row)] = [tuple(map(int, s)) for s in data["spans"][lo:hi]]
-                self.vectors[int(row)] = data["vectors"][lo:hi]
+            with np.load(path) as data:
+                # Each data[key] reads the array anew: take every array once (slices below are views).
+                rows, counts, spans, vectors = (data[k] for k in ("rows", "counts", "spans", "vectors"))
+            offsets = np.concatenate([[0], np.cumsum(counts)])
+            span_list = spans.tolist()
+            for i, row in enumerate(rows.tolist()):
+                lo, hi = int(offsets[i]), int(offsets[i + 1])
+                self.spans[row] = [tuple(s) for s in span_list[lo:hi]]
+                self.vectors[row] = vectors[lo:hi]
         except (OSError, ValueError, KeyError):
             self.spans.clear()
             self.vectors.clear()

@@ -267,3 +267,17 @@ def test_cross_encoder_rerank_when_configured(state, settings, encode):
     for s in cross:
         p = state.passages[s.row]
         assert p.start <= s.start < s.end <= p.end and abs(s.score - bi[s.row]) > 1e-6
+
+
+def test_window_cache_round_trips_through_disk(state, settings, encode):
+    from pagerag.retrieve.rerank import WindowIndex, window_index
+
+    index = window_index(state, settings.embed.model)
+    index.ensure([0, 1, 2], encode)
+    index.save()
+    again = WindowIndex(state, settings.embed.model)  # a new process would start like this
+    for row in (0, 1, 2):
+        assert again.spans[row] == index.spans[row]
+        assert np.array_equal(again.vectors[row], index.vectors[row])
+    # One loaded matrix shared by all rows (reading the npz per row once held a copy per row: OOM)
+    assert again.vectors[0].base is again.vectors[1].base is again.vectors[2].base
