@@ -17,7 +17,7 @@ from pagerag.errors import ConfigError
 from pagerag.evaluate.runner import EvalConfig, read_results, run_eval
 from pagerag.repository import read_manifest
 
-PICK = ("DEV-A-a02", "DEV-A-a04", "DEV-A-u01")  # answered inside the excerpt; one the book never answers
+PICK = ("DEV-A-a02", "DEV-A-u01")  # answered inside the excerpt; one the book never answers
 PIPELINES = ["full", "passages-only"]
 VOLATILE = {"latency_median_s", "latency_p95_s"}  # wall time differs between runs
 
@@ -31,12 +31,12 @@ def cli_app() -> typer.Typer:
 
 @pytest.fixture(scope="module")
 def qa_file(data_dir: Path, tmp_path_factory) -> Path:
-    """Three real DEV-A questions with three malformed records between them (lines 2, 4, 5)."""
+    """Two real DEV-A questions with three malformed records around them (lines 2, 4, 5)."""
     lines = {json.loads(line)["id"]: line for line in (data_dir / "qa" / "christmas_carol.qa.jsonl").read_text().splitlines()}
     path = tmp_path_factory.mktemp("qa") / "mini.qa.jsonl"
-    path.write_text("\n".join([lines[PICK[0]], '{"id": "broken", "question": ', lines[PICK[1]],
+    path.write_text("\n".join([lines[PICK[0]], '{"id": "broken", "question": ', "",
                                json.dumps({"id": "x", "question": "Who?", "answerable": "maybe"}),
-                               json.dumps({"id": "y", "answerable": True, "answers": ["z"]}), lines[PICK[2]]]) + "\n")
+                               json.dumps({"id": "y", "answerable": True, "answers": ["z"]}), lines[PICK[1]]]) + "\n")
     return path
 
 
@@ -55,7 +55,7 @@ def test_eval_writes_report_json_results_and_plots(full_run, carol_repo):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert (out / "quality_vs_tokens.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = json.loads((out / "report.json").read_text())
-    assert report["meta"]["complete"] and report["meta"]["done"] == report["meta"]["planned"] == 6
+    assert report["meta"]["complete"] and report["meta"]["done"] == report["meta"]["planned"] == 4
     assert "token recall" in report["meta"]["lenient_method"] and report["meta"]["backend"] == "extractive"
     md = (out / "report.md").read_text()
     assert "| Dataset | System | Strict | Lenient | Ref. | Lat. | QTok | BTok |" in md
@@ -73,7 +73,7 @@ def test_report_figures_agree_with_the_result_rows(full_run, carol_repo):
         mine = [r for r in rows if r["pipeline"] == pipeline]
         answerable = [r for r in mine if r["answerable"]]
         summary = next(s for s in report["results"] if s["pipeline"] == pipeline and s["dataset"] == "DEV-A")
-        assert summary["answerable"] == 2 and summary["unanswerable"] == 1
+        assert summary["answerable"] == 1 and summary["unanswerable"] == 1
         assert summary["strict"] == sum(r["score"]["strict"] for r in answerable)
         assert summary["lenient"] == sum(r["score"]["lenient"] for r in answerable)
         refused = next(r for r in mine if not r["answerable"])["decision"] == "refused"
@@ -115,7 +115,7 @@ def test_interrupted_run_leaves_a_partial_report_and_resume_matches_the_full_run
         run_eval(tasks, out, config, notes=notes)
     resumed = run_eval(tasks, out, EvalConfig(pipelines=PIPELINES, llm="extractive", resume=True, show_progress=False),
                        notes=notes)
-    assert resumed.complete and len(read_results(out / "results.jsonl")) == 6
+    assert resumed.complete and len(read_results(out / "results.jsonl")) == 4
     assert _stable(json.loads((out / "report.json").read_text())) == _stable(json.loads((reference / "report.json").read_text()))
     decisions = lambda folder: sorted((r["pipeline"], r["id"], r["decision"], r["answer"]) for r in read_results(folder / "results.jsonl"))  # noqa: E731
     assert decisions(out) == decisions(reference)
