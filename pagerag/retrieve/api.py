@@ -11,6 +11,7 @@ loaded once per process, so every question after the first pays only for its own
 """
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Callable
@@ -76,6 +77,25 @@ def retrieve(question: str, repo: str | Path | RepoState, settings: Settings, bu
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0):
         raise InputError(f"the evidence budget must be a positive number of tokens, got {budget}")
     validate_question(question, settings.retrieve.max_question_chars)  # before any model is loaded
+    with single_threaded_blas():
+        return _retrieve(question, repo, settings, budget, escalate, encode)
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def single_threaded_blas():
+    """Query-time matrices are small: a multi-threaded BLAS spends more on waking and spinning its
+    threads than on the products (5x slower per question on a busy 2-core machine, measured)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
+def _retrieve(question: str, repo, settings: Settings, budget: int | None, escalate: bool,
+              encode: Encode | None) -> Retrieval:
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     state = repo if isinstance(repo, RepoState) else get_state(repo)

@@ -63,6 +63,7 @@ class WindowIndex:
         self.model = model
         self.spans: dict[int, list[tuple[int, int]]] = {}
         self.vectors: dict[int, np.ndarray] = {}
+        self.persist = True  # write on-demand windows back to the disk cache
         self._lock = threading.Lock()
         self._load()
 
@@ -109,6 +110,12 @@ class WindowIndex:
         tmp = path.with_name(path.name + ".tmp.npz")
         np.savez(tmp, rows=np.array(rows, np.int64), counts=counts, spans=spans, vectors=vectors)
         tmp.replace(path)
+
+    def reload(self) -> None:
+        """Forget the in-memory windows and read the disk cache again."""
+        self.spans.clear()
+        self.vectors.clear()
+        self._load()
 
     def _load(self) -> None:
         path = self.path()
@@ -169,7 +176,8 @@ def score_windows(state: RepoState, rows: list[int], question: str, qvec: np.nda
     uncached = [r for r in rows if r not in index.vectors][:ON_DEMAND_ROWS]
     if uncached:
         index.ensure(uncached, encode)
-        index.save()  # the next process (a CLI call) starts with these windows
+        if index.persist:
+            index.save()  # the next process (a CLI call) starts with these windows
     scorable = index.covered(rows)
     if cross_encoder:
         return _cross_scores(state, index, scorable, question, cross_encoder)
