@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import ConfigError, InputError
+from ..errors import BackendError, ConfigError, InputError
 from .formats import QAItem
 from .scoring import score_answer
 
 RESULTS = "results.jsonl"
+MAX_BACKEND_ERRORS_IN_A_ROW = 3
 RUN_FILE = "run.json"
 
 
@@ -67,10 +68,11 @@ def run_eval(tasks: list[EvalTask], out: str | Path, config: EvalConfig, *, note
     previous = _start(out, run_info, config.resume)
     planned = plan_runs(tasks, config.pipelines)
     wanted = {(p, t.dataset, i.id) for p, t, i in planned}
-    done = {_key(r) for r in previous}
-    rows = [r for r in previous if _key(r) in wanted]  # rows of other pipelines/questions stay on file only
+    rows = [r for r in _latest(previous) if _key(r) in wanted]  # other pipelines/questions stay on file only
+    done = {_key(r) for r in rows}
     judge = _judge(config)
     complete = False
+    failures: list[str] = []
     try:
         with _Progress(config, tasks, rows) as progress, (out / RESULTS).open("a", encoding="utf-8") as sink:
             asker = _Asker(config)
@@ -84,6 +86,7 @@ def run_eval(tasks: list[EvalTask], out: str | Path, config: EvalConfig, *, note
                 progress.advance(row)
                 if on_result is not None:
                     on_result(row)
+                _stop_after_repeated_backend_errors(row, failures)
         complete = True
     except KeyboardInterrupt:
         pass
@@ -115,6 +118,25 @@ def plan_runs(tasks: list[EvalTask], pipelines: list[str]) -> list[tuple[str, Ev
 
 def _key(row: dict[str, Any]) -> tuple[str, str, str]:
     return (row["pipeline"], row["dataset"], row["id"])
+
+
+def _latest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per question and pipeline (the last written); rows of a backend failure are
+    dropped, so a resumed run asks those questions again."""
+    latest = {_key(r): r for r in rows}
+    return [r for r in latest.values() if r.get("error_kind") != "backend"]
+
+
+def _stop_after_repeated_backend_errors(row: dict[str, Any], failures: list[str]) -> None:
+    """One failed LLM call is recorded and the run goes on; several in a row mean the backend is
+    down, and asking on would only fill the results with failures."""
+    if row.get("error_kind") != "backend":
+        failures.clear()
+        return
+    failures.append(row["error"])
+    if len(failures) >= MAX_BACKEND_ERRORS_IN_A_ROW:
+        raise BackendError(f"the LLM backend failed on {len(failures)} questions in a row (last: {failures[-1]}); "
+                           "the partial report is written: fix the backend and run again with --resume")
 
 
 def _check_datasets(tasks: list[EvalTask]) -> None:
@@ -229,18 +251,22 @@ def pipeline_settings(pipeline: str, config: EvalConfig):
 def _ask_one(asker: _Asker, pipeline: str, task: EvalTask, item: QAItem, judge) -> dict[str, Any]:
     rag = asker.rag(pipeline, task.repo)
     start = time.perf_counter()
+    error, kind = None, None
     try:
         answer = rag.ask(item.question).to_dict()
-        error = None
-    except InputError as exc:  # this question cannot be asked (e.g. too long): record it, go on
-        answer, error = None, str(exc)
+    except InputError as exc:  # this question cannot be asked (e.g. too long): recorded, never retried
+        answer, error, kind = None, str(exc), "input"
+    except BackendError as exc:  # the LLM failed (timeout, bad reply): recorded, retried by --resume
+        answer, error, kind = None, str(exc), "backend"
     latency = time.perf_counter() - start
     if answer is None:
         answer = {"decision": "error", "answer": "", "reason": None, "citations": [], "plan": {}, "tokens": {},
                   "latency_ms": {}, "backend": "", "rcs": None, "tau": None, "escalated": False}
     judged_before = (judge.prompt_tokens, judge.completion_tokens) if judge else (0, 0)
     score = score_answer(item, answer["decision"], answer["answer"], answer["citations"], judge)
-    return _row(pipeline, task, item, answer, score, latency, error, judge, judged_before)
+    row = _row(pipeline, task, item, answer, score, latency, error, judge, judged_before)
+    row["error_kind"] = kind
+    return row
 
 
 def _row(pipeline: str, task: EvalTask, item: QAItem, answer: dict[str, Any], score, latency: float,

@@ -201,7 +201,8 @@ def score_answer(item, decision: str, answer_text: str, citations: list[dict[str
     `.accepts(question, golds, answer) -> (bool, note)` and a `.name`."""
     answered = decision == "answered"
     if not item.answerable:
-        return Score(False, False, "n/a", 0.0, None, correct_refusal=not answered, false_refusal=None)
+        # only a refusal is correct here: an error (no answer at all) is not a refusal
+        return Score(False, False, "n/a", 0.0, None, correct_refusal=decision == "refused", false_refusal=None)
     recall_of_quotes = evidence_recall(item.evidence, citations if answered else []) if item.evidence_verbatim else None
     if not answered:
         return Score(False, False, "n/a", 0.0, recall_of_quotes, correct_refusal=None, false_refusal=decision == "refused")

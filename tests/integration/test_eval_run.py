@@ -127,3 +127,33 @@ def _stable(report: dict) -> dict:
     strip = lambda rows: [{k: v for k, v in r.items() if k not in VOLATILE} for r in rows]  # noqa: E731
     return {"results": strip(report["results"]), "by_type": strip(report["by_type"]),
             "pipelines": report["meta"]["pipelines"], "datasets": report["meta"]["datasets"]}
+
+
+def test_a_failing_llm_backend_stops_after_three_questions_and_resume_retries_them(data_dir, carol_repo, tmp_path):
+    """A real openai backend against a loopback server that answers 500: each question is
+    recorded as a backend error, the run stops after three in a row with a partial report, and
+    --resume asks exactly those questions again once the server is healthy."""
+    from helpers.openai_server import LoopbackOpenAIServer
+
+    from pagerag.errors import BackendError
+
+    lines = (data_dir / "qa" / "christmas_carol.qa.jsonl").read_text().splitlines()[:3]
+    qa = tmp_path / "three.qa.jsonl"
+    qa.write_text("\n".join(lines) + "\n")
+    tasks, _ = load_tasks([str(qa)], [carol_repo], None)
+    out = tmp_path / "backend"
+    with LoopbackOpenAIServer(reply=lambda body: "Fifteen shillings a week [1].", mode="500") as server:
+        sets = [f"llm.base_url={server.base_url}", "llm.model=loopback-model", "llm.max_retries=0", "llm.cache=false",
+                "llm.timeout_s=5"]
+        config = dict(pipelines=["no-evidence-constraint"], llm="openai", sets=sets, show_progress=False)
+        with pytest.raises(BackendError, match="3 questions in a row"):
+            run_eval(tasks, out, EvalConfig(**config))
+        failed = read_results(out / "results.jsonl")
+        assert [r["error_kind"] for r in failed] == ["backend"] * 3 and all(r["decision"] == "error" for r in failed)
+        report = json.loads((out / "report.json").read_text())
+        assert report["meta"]["complete"] is False and report["results"][0]["errors"] == 3
+        server.mode = "ok"
+        resumed = run_eval(tasks, out, EvalConfig(**config, resume=True))
+    assert resumed.complete and [r["decision"] for r in resumed.rows] == ["answered"] * 3
+    assert all(r["error"] is None and r["prompt_tokens"] > 0 for r in resumed.rows)
+    assert json.loads((out / "report.json").read_text())["results"][0]["errors"] == 0
