@@ -60,7 +60,7 @@ def main() -> None:
         words = stats["words"]
         rows.append((name, words, median, stats, stages))
         print(f"{name}: {words:,} words, wall {median['wall']:.1f}s "
-              f"(runs: {', '.join(f'{r['wall']:.1f}' for r in runs)})", flush=True)
+              f"(runs: {', '.join(format(r['wall'], '.1f') for r in runs)})", flush=True)
     print()
     print("| book | words | passages | wall s | s per 100k words | peak RSS MB | LLM tokens |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
