@@ -217,7 +217,8 @@ def _build_graphs(passages, settings: Settings, cache: StageCache, progress, tim
     # worker count does not change the graph, so it must not invalidate the cache
     extractor_id = [settings.extract.model_dump(exclude={"n_process"}), getattr(llm, "name", None), getattr(llm, "model", None)]
     raw, tokens = _timed(timings, "extract", lambda: cache.get_or_compute("extract", digest(passages_key, extractor_id), extract))
-    embedder = get_embedder(settings.embed.model, settings.embed.threads)
+    # governance, summaries and entity linking all embed entity names: embed each text once
+    embedder = MemoEmbedder(get_embedder(settings.embed.model, settings.embed.threads))
     with progress.stage("govern", 1) as advance:
         governed, governance = _timed(timings, "govern", lambda: govern_with_report(raw, passages, settings.govern, embed=embedder.encode))
         advance(1)
@@ -231,6 +232,23 @@ def _build_graphs(passages, settings: Settings, cache: StageCache, progress, tim
         timings["communities"] = round(time.perf_counter() - t0, 3)
     entity_vectors = _timed(timings, "entity_vectors", lambda: _embed_entity_names(graphs, embedder))
     return GraphStage(graphs, entity_vectors, tokens, governance)
+
+
+class MemoEmbedder:
+    """An embedder that remembers every text it has embedded during one build."""
+
+    def __init__(self, embedder):
+        self._embedder = embedder
+        self._memo: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str], batch_size: int = 256, **_: Any) -> np.ndarray:
+        new = sorted({t for t in texts if t not in self._memo})
+        if new:
+            for text, vector in zip(new, self._embedder.encode(new, batch_size=batch_size)):
+                self._memo[text] = vector
+        if not texts:
+            return np.zeros((0, self._embedder.dim), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts])
 
 
 def _embed_entity_names(graphs: dict[str, Graph], embedder) -> dict[str, np.ndarray]:
