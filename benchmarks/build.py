@@ -34,7 +34,9 @@ def build_once(book: Path) -> dict:
         code = (
             "import resource, sys, runpy; sys.argv = ['pagerag', 'build', %r, '--repo', %r, '--quiet'];\n"
             "try:\n    runpy.run_module('pagerag', run_name='__main__')\n"
-            "finally:\n    print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+            "finally:\n    u = resource.getrusage(resource.RUSAGE_SELF)\n"
+            "    print('PEAK_RSS_KB', u.ru_maxrss, file=sys.stderr)\n"
+            "    print('CPU_S', u.ru_utime + u.ru_stime, file=sys.stderr)\n"
         ) % (str(book), str(repo))
         started = time.perf_counter()
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp)
@@ -42,8 +44,10 @@ def build_once(book: Path) -> dict:
         if result.returncode != 0:
             raise SystemExit(f"build of {book.name} failed: {result.stderr.strip().splitlines()[-1:]}")
         peak_kb = int(next(l.split()[1] for l in result.stderr.splitlines() if l.startswith("PEAK_RSS_KB")))
+        cpu = float(next(l.split()[1] for l in result.stderr.splitlines() if l.startswith("CPU_S")))
         manifest = json.loads((repo / "manifest.json").read_text())
-    return {"wall": wall, "peak_rss_mb": peak_kb / 1024, "manifest": manifest}
+    # CPU seconds (all threads) depend far less on other jobs than wall time on a shared machine
+    return {"wall": wall, "cpu": cpu, "peak_rss_mb": peak_kb / 1024, "manifest": manifest}
 
 
 def main() -> None:
@@ -62,11 +66,11 @@ def main() -> None:
         print(f"{name}: {words:,} words, wall {median['wall']:.1f}s "
               f"(runs: {', '.join(format(r['wall'], '.1f') for r in runs)})", flush=True)
     print()
-    print("| book | words | passages | wall s | s per 100k words | peak RSS MB | LLM tokens |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| book | words | passages | wall s | wall s per 100k words | CPU s per 100k words | peak RSS MB | LLM tokens |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, words, run, stats, _ in rows:
         print(f"| {name} | {words:,} | {stats['passages']:,} | {run['wall']:.1f} | {run['wall'] / words * 1e5:.1f} "
-              f"| {run['peak_rss_mb']:.0f} | {stats['build_tokens']} |")
+              f"| {run['cpu'] / words * 1e5:.1f} | {run['peak_rss_mb']:.0f} | {stats['build_tokens']} |")
     print()
     stage_names = list(rows[0][4])
     print("| book | " + " | ".join(stage_names) + " |")
