@@ -181,7 +181,7 @@ EMBED_BLOCK = 256  # passages per cached block: a killed build loses at most one
 
 
 def _embed_in_blocks(texts: list[str], settings: Settings, cache: StageCache, progress) -> np.ndarray:
-    from .index.embed import get_embedder
+    from .index.embed import get_embedder, resolve_precision
 
     blocks = []
     with progress.stage("embed", len(texts)) as advance:
@@ -189,10 +189,11 @@ def _embed_in_blocks(texts: list[str], settings: Settings, cache: StageCache, pr
             block = texts[lo : lo + EMBED_BLOCK]
 
             def compute(block=block) -> np.ndarray:
-                embedder = get_embedder(settings.embed.model, settings.embed.threads)
+                embedder = get_embedder(settings.embed.model, settings.embed.threads, settings.embed.precision)
                 return embedder.encode(block, batch_size=settings.embed.batch_size)
 
-            blocks.append(cache.get_or_compute("embed", digest(settings.embed.model, block), compute))
+            key = digest(settings.embed.model, resolve_precision(settings.embed.precision), block)
+            blocks.append(cache.get_or_compute("embed", key, compute))
             advance(len(block))
     return np.concatenate(blocks) if blocks else np.zeros((0, 384), dtype=np.float32)
 
@@ -218,7 +219,7 @@ def _build_graphs(passages, settings: Settings, cache: StageCache, progress, tim
     extractor_id = [settings.extract.model_dump(exclude={"n_process"}), getattr(llm, "name", None), getattr(llm, "model", None)]
     raw, tokens = _timed(timings, "extract", lambda: cache.get_or_compute("extract", digest(passages_key, extractor_id), extract))
     # governance, summaries and entity linking all embed entity names: embed each text once
-    embedder = MemoEmbedder(get_embedder(settings.embed.model, settings.embed.threads))
+    embedder = MemoEmbedder(get_embedder(settings.embed.model, settings.embed.threads, settings.embed.precision))
     with progress.stage("govern", 1) as advance:
         governed, governance = _timed(timings, "govern", lambda: govern_with_report(raw, passages, settings.govern, embed=embedder.encode))
         advance(1)
