@@ -16,6 +16,9 @@ Scores (as in the data set's README):
                    answer (lower case, punctuation and runs of spaces folded) / answerable
   lenient accuracy the same with token recall of the gold answer >= 0.5 (no LLM judge here)
   BBS              2 * lenient * refusal / (lenient + refusal)
+RCS gate (--gate): `default` uses what the policy finds (repository model, else the packaged
+one), `off` lets only the judge decide, `cross` fits a model on the other book's answerable
+questions (pagerag calibrate's labels and features) so the gate is tested out of sample.
 Latency: median per stage over all questions (models already loaded: the first question of
 each book is a warm-up and is not timed). Prompt tokens: LLM prompt tokens per question (judge +
 answer), as reported by the backend.
@@ -146,6 +149,33 @@ def local_gguf() -> str:
     return path
 
 
+def cross_book_models(work: Path, data: Path, pipeline: str) -> dict[str, str]:
+    """For each book, an RCS model fitted on the OTHER book's answerable questions (label: every
+    gold quote inside the final evidence), with the packaged model's features; never in-sample."""
+    from pagerag.api import PageRAG
+    from pagerag.confidence.calibrate import fit_from_labelled
+    from pagerag.confidence.model import load_default_model
+    from pagerag.confidence.repo_calibration import evidence_contains_all, load_labelled_questions
+    from pagerag.generate.gate import retrieval_features
+
+    names = load_default_model().feature_names
+    fitted: dict[str, str] = {}
+    for book, (_, qa) in BOOKS.items():
+        rag = PageRAG(ensure_repo(book, work, data), pipeline=pipeline, llm="extractive")
+        rows, labels = [], []
+        for q in load_labelled_questions(data / qa):
+            retrieval = rag.retrieve(q["question"])
+            rows.append(retrieval_features(retrieval, rag.state, rag.encode))
+            labels.append(float(evidence_contains_all([e.text for e in retrieval.evidence], q["evidence"])))
+        model = fit_from_labelled(rows, labels, rag.settings.confidence.target_cwar, feature_names=names,
+                                  prior=rag.settings.confidence.l2_prior, description={"fitted_on": book})
+        fitted[book] = str(model.save(work / f"rcs-fitted-on-{book}.json"))
+        print(f"RCS model fitted on {book}: {int(sum(labels))}/{len(labels)} fully retrieved, tau {model.tau:.3f}",
+              file=sys.stderr)
+    other = {book: next(b for b in BOOKS if b != book) for book in BOOKS}
+    return {book: fitted[other[book]] for book in BOOKS}
+
+
 def run(args: argparse.Namespace) -> dict:
     from pagerag.api import PageRAG
 
@@ -156,11 +186,17 @@ def run(args: argparse.Namespace) -> dict:
     llm: dict = {"backend": args.llm}
     if args.llm == "llamacpp":
         llm.update(gguf=args.gguf or local_gguf(), threads=args.threads, n_ctx=args.n_ctx)
-    sections = {"generate": dict(json.loads(args.generate))} if args.generate else {}
+    generate = dict(json.loads(args.generate)) if args.generate else {}
+    if args.gate == "off":
+        generate["rcs_gate"] = "off"
+    models = cross_book_models(work, data, args.pipeline) if args.gate == "cross" else {}
     rags = {}
     rows = []
     for book, q in questions:
         if book not in rags:
+            sections = {"generate": generate} if generate else {}
+            if book in models:
+                sections["confidence"] = {"model_path": models[book]}
             rags[book] = PageRAG(ensure_repo(book, work, data), pipeline=args.pipeline, llm=llm, **sections)
             warm = True
         else:
@@ -185,7 +221,7 @@ def run(args: argparse.Namespace) -> dict:
             print(f"{mark} {q['id']:<10} {row['decision']:<8} {str(row['reason'] or ''):<25} "
                   f"{row['prompt_tokens']:>5} tok {wall / 1000:6.1f}s  {row['answer'][:90]!r}", file=sys.stderr, flush=True)
     summary = summarise(rows)
-    summary.update(pipeline=args.pipeline, llm=args.llm, limit=args.limit)
+    summary.update(pipeline=args.pipeline, llm=args.llm, limit=args.limit, gate=args.gate)
     return {"summary": summary, "rows": rows}
 
 
@@ -217,7 +253,7 @@ def print_sweep(table: list[dict]) -> None:
 
 def print_table(summary: dict) -> None:
     cr, fr = summary["correct_refusal"], summary["false_refusal"]
-    print(f"pipeline {summary['pipeline']}, llm {summary['llm']}, {summary['questions']} questions "
+    print(f"pipeline {summary['pipeline']}, llm {summary['llm']}, RCS gate {summary['gate']}, {summary['questions']} questions "
           f"({summary['answerable']} answerable, {summary['unanswerable']} unanswerable)")
     print(f"{'correct refusal':<28}{cr[0]}/{cr[1]} ({cr[0] / max(cr[1], 1):.0%})")
     print(f"{'false refusal':<28}{fr[0]}/{fr[1]} ({fr[0] / max(fr[1], 1):.0%})")
@@ -239,6 +275,8 @@ def main() -> None:
     parser.add_argument("--llm", default="extractive", choices=["extractive", "llamacpp", "openai", "auto"])
     parser.add_argument("--pipeline", default="full")
     parser.add_argument("--limit", type=int, default=0, help="balanced slice of N questions (0 = all)")
+    parser.add_argument("--gate", default="default", choices=["default", "off", "cross"],
+                        help="RCS gate: the packaged/repository model, off, or a model fitted on the other book")
     parser.add_argument("--work", default=str(Path(os.environ.get("PAGERAG_CACHE_DIR") or Path.home() / ".cache" / "pagerag")
                                               / "bench-answer"))
     parser.add_argument("--gguf", default="", help="GGUF for --llm llamacpp (default: ../shared/tools/local-llm)")

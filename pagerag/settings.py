@@ -181,8 +181,9 @@ class GenerateSettings(_Section):
         "verdict; heuristic = the no-LLM rule (always used when there is no LLM)."
     )
     judge_threshold: float = Field(
-        0.5, ge=0.0, le=1.0, description="P(yes) the log-probability judge needs to call the evidence sufficient when the "
-        "no-LLM rule agrees it is."
+        0.4, ge=0.0, le=1.0, description="P(yes) the log-probability judge needs to call the evidence sufficient when the "
+        "no-LLM rule agrees it is (0.4 / 0.5 with judge_threshold_overrule: chosen on a 40-question DEV slice with the "
+        "local 1.5B model; benchmarks/answer.py --sweep re-measures them)."
     )
     judge_threshold_overrule: float = Field(
         0.5, ge=0.0, le=1.0, description="P(yes) the log-probability judge needs to call the evidence sufficient when the "
@@ -205,6 +206,10 @@ class GenerateSettings(_Section):
         "of the answerer's, so a local model reuses the evaluated prompt."
     )
     answer_max_tokens: int = Field(160, ge=8, description="Longest answer the LLM may write (tokens).")
+    min_answer_support: float = Field(
+        0.5, ge=0.0, le=1.0, description="Share of an answer's content words that its cited excerpts (or the question) must "
+        "contain; below it the answer is refused as unsupported."
+    )
 
 
 class LLMSettings(_Section):

@@ -88,6 +88,19 @@ def check_citations(text: str, excerpts: list[Excerpt]) -> CheckedAnswer:
     return CheckedAnswer(cleaned, [Citation.of(by_n[n]) for n in valid], invalid, abstained=False)
 
 
+def answer_support(text: str, citations: list[Citation], question: str) -> float:
+    """Share of the answer's content words (stemmed, citation marks removed) that its cited
+    excerpts or the question contain: a cited answer that the excerpts do not bear out (a model
+    echoing an example, or adding outside knowledge) scores low."""
+    from .question import STOPWORDS, stem, words
+
+    content = [stem(w) for w in words(_CITATION.sub(" ", text)) if len(w) > 2 and w.lower() not in STOPWORDS]
+    if not content:
+        return 0.0
+    known = {stem(w) for c in citations for w in words(c.quote)} | {stem(w) for w in words(question)}
+    return sum(w in known for w in content) / len(content)
+
+
 # --------------------------------------------------------------------------------------------
 # LLM answer
 

@@ -5,9 +5,10 @@
     2. Sufficiency judge s(q, E) (judge.py); insufficient -> refuse `insufficient_evidence`,
        naming what is missing.
     3. Answer from the evidence only: extractive (no LLM) or prompts/answer; every [n] must name
-       an excerpt; no valid citation -> refuse `unsupported_answer`.
+       an excerpt; no valid citation, or an answer whose words its cited excerpts (and the
+       question) do not contain, -> refuse `unsupported_answer`.
 `generate.evidence_constraint = false` (the no-evidence-constraint ablation) skips 1 and 2, and
-the answer prompt then offers the model no way out.
+the answer prompt then offers the model no way out; `generate.rcs_gate = off` skips 1 only.
 
 Nothing in the book text can change these steps: the gate reads scores, the heuristic reads
 words, an LLM reads the text as fenced data, and the decision to answer is taken here from
@@ -22,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from ..settings import Settings
-from .answer import check_citations, llm_answer
+from .answer import answer_support, check_citations, llm_answer
 from .context import build_excerpts, evidence_windows, make_idf, score_windows, window_vectors
 from .extractive import extractive_answer
 from .gate import rcs_gate
@@ -76,7 +77,7 @@ def ask(question: str, pipe: Session) -> Answer:
     answer = Answer(question=retrieval.question, decision="answered", answer="", reason=None,
                     plan=asdict(retrieval.plan), backend=pipe.backend, pipeline=settings.pipeline, costs=costs)
     answer.notes.extend(retrieval.analysis.notes)
-    if cfg.evidence_constraint:
+    if cfg.evidence_constraint and cfg.rcs_gate == "on":
         retrieval, gate = _gate(question, retrieval, pipe, answer, costs)
         if not gate.passed:
             widened = " even after widening the route" if answer.escalated else ""
@@ -107,13 +108,13 @@ def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[s
     from ..retrieve.api import retrieve
 
     with _Timer(costs, "gate"):
-        gate = rcs_gate(retrieval, pipe.settings, pipe.state.path)
+        gate = rcs_gate(retrieval, pipe.settings, pipe.state, pipe.encode)
     if gate.note:
         answer.notes.append(gate.note)
     if not gate.passed and pipe.settings.generate.escalate:
         with _Timer(costs, "escalate"):
             widened = retrieve(question, pipe.state, pipe.settings, escalate=True, encode=pipe.encode)
-            second = rcs_gate(widened, pipe.settings, pipe.state.path)
+            second = rcs_gate(widened, pipe.settings, pipe.state, pipe.encode)
         answer.escalated = True
         answer.notes.append(f"RCS {gate.rcs:.2f} < tau {gate.tau:.2f}: route widened once, RCS now {second.rcs:.2f}")
         retrieval, gate = widened, second
@@ -154,6 +155,10 @@ def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, co
         answer.notes.append(f"citation(s) {checked.invalid} name no excerpt and were removed")
     if not checked.citations:
         return _refuse(answer, UNSUPPORTED, "The answer cited no evidence excerpt, so it cannot be trusted.")
+    support_share = answer_support(checked.text, checked.citations, answer.question)
+    if support_share < cfg.min_answer_support:
+        return _refuse(answer, UNSUPPORTED, f"The answer is not borne out by the excerpts it cites (only "
+                       f"{support_share:.0%} of its words are in them or in the question).")
     answer.answer, answer.citations = checked.text, checked.citations
     return answer
 

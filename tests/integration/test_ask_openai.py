@@ -105,6 +105,13 @@ def test_invalid_citation_marks_are_removed_and_noted(carol_repo, gate):
     assert any("[9]" in note for note in answer.notes)
 
 
+def test_answer_the_cited_excerpts_do_not_bear_out_is_refused(carol_repo, gate):
+    with LoopbackOpenAIServer(reply=replies(answer="The ship left Bristol at dawn [1]."), top_logprobs=YES) as server:
+        answer = ask(carol_repo, gate, server)
+    assert answer.decision == "refused" and answer.reason == UNSUPPORTED
+    assert "not borne out" in answer.answer
+
+
 def test_answerer_may_still_abstain(carol_repo, gate):
     with LoopbackOpenAIServer(reply=replies(answer="INSUFFICIENT"), top_logprobs=YES) as server:
         answer = ask(carol_repo, gate, server)
@@ -121,11 +128,18 @@ def test_type_check_refuses_before_any_llm_call(carol_repo, gate):
         assert len(server.bodies) == 2  # without the check the (agreeable) model is asked
 
 
+def echo_first_excerpt(body: dict) -> str:
+    """An answer made of the first excerpt's opening words, cited: supported by construction."""
+    user = body["messages"][-1]["content"]
+    return " ".join(user.split("[1] ", 1)[1].split()[:8]) + " [1]."
+
+
 def test_ablation_prompt_offers_no_way_out(carol_repo, gate):
-    with LoopbackOpenAIServer(reply=replies()) as server:
+    with LoopbackOpenAIServer(reply=echo_first_excerpt) as server:
         answer = PageRAG(carol_repo, pipeline="no-evidence-constraint", llm=loopback_llm(server),
                          confidence=gate).ask("What is Fred's surname?")
         bodies = list(server.bodies)
     assert [kind_of(b) for b in bodies] == ["answer"]
     assert "INSUFFICIENT" not in bodies[0]["messages"][1]["content"]
     assert answer.decision == "answered" and answer.verdict.method == "skipped"
+    assert answer.citations[0].n == 1

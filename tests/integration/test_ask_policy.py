@@ -42,8 +42,9 @@ def test_escalation_can_rescue_a_question(carol_repo, models):
     """A model that trusts what the widened route adds: the first retrieval scores below tau,
     the widened one above, so the policy escalates and goes on to answer."""
     rag = PageRAG(carol_repo, llm="extractive")
-    first = retrieval_features(retrieve(ANSWERABLE, rag.state, rag.settings, encode=rag.encode))
-    wide = retrieval_features(retrieve(ANSWERABLE, rag.state, rag.settings, escalate=True, encode=rag.encode))
+    first = retrieval_features(retrieve(ANSWERABLE, rag.state, rag.settings, encode=rag.encode), rag.state, rag.encode)
+    wide = retrieval_features(retrieve(ANSWERABLE, rag.state, rag.settings, escalate=True, encode=rag.encode),
+                              rag.state, rag.encode)
     changed = [n for n in ("path_found", "hop2_margin", "hop2_entropy", "hop2_max") if first[n] != wide[n]]
     assert changed, "the widened route should change the graph (hop-2) signals"
     name = changed[0]
@@ -62,7 +63,7 @@ def test_confident_retrieval_goes_straight_to_the_judge(carol_repo, models):
     assert answer.reason == INSUFFICIENT and answer.verdict.method == "heuristic"
     # the gate reads the same retrieval the policy used
     retrieval = retrieve(UNANSWERABLE, rag.state, rag.settings, encode=rag.encode)
-    assert rcs_gate(retrieval, rag.settings, rag.state.path).rcs == pytest.approx(answer.rcs, abs=1e-3)
+    assert rcs_gate(retrieval, rag.settings, rag.state, rag.encode).rcs == pytest.approx(answer.rcs, abs=1e-3)
 
 
 def test_no_evidence_constraint_skips_gate_and_judge(carol_repo, models):
@@ -72,3 +73,11 @@ def test_no_evidence_constraint_skips_gate_and_judge(carol_repo, models):
     assert answer.decision == "answered" and answer.citations
     assert answer.rcs is None and answer.verdict.method == "skipped"
     assert "gate" not in answer.latency_ms and "judge" not in answer.latency_ms
+
+
+def test_gate_off_leaves_the_decision_to_the_judge(carol_repo, models):
+    gate = {"model_path": str(rcs_model_file(models, "never", bias=-8.0, tau=0.5))}
+    rag = PageRAG(carol_repo, llm="extractive", confidence=gate, generate={"rcs_gate": "off"})
+    answered, refused = rag.ask(ANSWERABLE), rag.ask(UNANSWERABLE)
+    assert answered.decision == "answered" and answered.rcs is None and "gate" not in answered.latency_ms
+    assert refused.reason == INSUFFICIENT and refused.verdict.method == "heuristic"

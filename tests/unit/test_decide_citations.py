@@ -76,3 +76,14 @@ def test_answer_record_json_has_the_documented_keys():
     for key in ("decision", "answer", "reason", "citations", "rcs", "tau", "plan", "tokens", "latency_ms"):
         assert key in data
     assert data["tokens"] == {"judge": {"prompt": 10, "completion": 1}} and data["latency_ms"] == {"judge": 5.0}
+
+
+def test_answer_support_counts_words_the_cited_excerpts_bear_out():
+    from pagerag.generate.answer import answer_support
+    from pagerag.generate.records import Citation
+
+    cited = [Citation(1, "b:1", "b.txt", 0, 60, "'my clerk, with fifteen shillings a week, and a wife'", 3)]
+    question = "How much does Scrooge say his clerk earns per week?"
+    assert answer_support("Scrooge says his clerk earns fifteen shillings a week [1].", cited, question) == 1.0
+    assert answer_support("The ship left at dawn [1].", cited, question) == 0.0
+    assert 0.3 < answer_support("He earns fifteen shillings, twice the pay of Queen Victoria [1].", cited, question) < 0.7
