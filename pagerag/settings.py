@@ -169,9 +169,10 @@ class ConfidenceSettings(_Section):
 
 class GenerateSettings(_Section):
     evidence_constraint: bool = Field(True, description="RCS gate + sufficiency judge (off = no-evidence-constraint ablation).")
-    rcs_gate: Literal["on", "off"] = Field(
-        "on", description="Step 1 of the policy, the RCS gate (off = only the sufficiency judge decides; for measuring "
-        "the judge alone, or while the RCS model is not calibrated for this kind of text)."
+    rcs_gate: Literal["auto", "on", "off"] = Field(
+        "auto", description="Step 1 of the policy, the RCS gate. auto = gate only with a model calibrated for this "
+        "kind of text (confidence.model_path, or <repo>/rcs_model.json from `pagerag calibrate`); on = also with the "
+        "packaged model (calibrated on Wikipedia multi-hop retrieval); off = only the sufficiency judge decides."
     )
     escalate: bool = Field(
         True, description="When RCS < tau, widen the route once (all allowed operators, 1.5x budget) and re-score before refusing."

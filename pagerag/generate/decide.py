@@ -77,7 +77,7 @@ def ask(question: str, pipe: Session) -> Answer:
     answer = Answer(question=retrieval.question, decision="answered", answer="", reason=None,
                     plan=asdict(retrieval.plan), backend=pipe.backend, pipeline=settings.pipeline, costs=costs)
     answer.notes.extend(retrieval.analysis.notes)
-    if cfg.evidence_constraint and cfg.rcs_gate == "on":
+    if cfg.evidence_constraint and cfg.rcs_gate != "off":
         retrieval, gate = _gate(question, retrieval, pipe, answer, costs)
         if not gate.passed:
             widened = " even after widening the route" if answer.escalated else ""
