@@ -16,9 +16,9 @@ Scores (as in the data set's README):
                    answer (lower case, punctuation and runs of spaces folded) / answerable
   lenient accuracy the same with token recall of the gold answer >= 0.5 (no LLM judge here)
   BBS              2 * lenient * refusal / (lenient + refusal)
-RCS gate (--gate): `default` uses what the policy finds (repository model, else the packaged
-one), `off` lets only the judge decide, `cross` fits a model on the other book's answerable
-questions (pagerag calibrate's labels and features) so the gate is tested out of sample.
+RCS gate (--gate): `auto`/`on`/`off` set generate.rcs_gate (`on` falls back to the packaged
+multi-hop model); `cross` fits a model on the other book's answerable questions (pagerag
+calibrate's labels and features) so the gate is tested out of sample.
 Latency: median per stage over all questions (models already loaded: the first question of
 each book is a warm-up and is not timed). Prompt tokens: LLM prompt tokens per question (judge +
 answer), as reported by the backend.
@@ -187,8 +187,8 @@ def run(args: argparse.Namespace) -> dict:
     if args.llm == "llamacpp":
         llm.update(gguf=args.gguf or local_gguf(), threads=args.threads, n_ctx=args.n_ctx)
     generate = dict(json.loads(args.generate)) if args.generate else {}
-    if args.gate == "off":
-        generate["rcs_gate"] = "off"
+    if args.gate in ("auto", "on", "off"):
+        generate["rcs_gate"] = args.gate
     models = cross_book_models(work, data, args.pipeline) if args.gate == "cross" else {}
     rags = {}
     rows = []
@@ -275,8 +275,8 @@ def main() -> None:
     parser.add_argument("--llm", default="extractive", choices=["extractive", "llamacpp", "openai", "auto"])
     parser.add_argument("--pipeline", default="full")
     parser.add_argument("--limit", type=int, default=0, help="balanced slice of N questions (0 = all)")
-    parser.add_argument("--gate", default="default", choices=["default", "off", "cross"],
-                        help="RCS gate: the packaged/repository model, off, or a model fitted on the other book")
+    parser.add_argument("--gate", default="auto", choices=["auto", "on", "off", "cross"],
+                        help="generate.rcs_gate auto/on/off, or cross: a model fitted on the other book")
     parser.add_argument("--work", default=str(Path(os.environ.get("PAGERAG_CACHE_DIR") or Path.home() / ".cache" / "pagerag")
                                               / "bench-answer"))
     parser.add_argument("--gguf", default="", help="GGUF for --llm llamacpp (default: ../shared/tools/local-llm)")

@@ -197,12 +197,14 @@ def _tiktoken_row(encoding: str) -> tuple[str, str, str]:
 def _rcs_row(settings) -> tuple[str, str, str]:
     from ..generate.gate import load_rcs_model
 
+    if settings.generate.rcs_gate == "off":
+        return ("RCS model", "info", "generate.rcs_gate = off: the sufficiency judge alone decides")
     try:
         model, where = load_rcs_model(settings, None)
     except PageRAGError as exc:
         return ("RCS model", "missing", str(exc))
     if model is None:
-        return ("RCS model", "missing", where + "; the gate is skipped")
+        return ("RCS model", "info", f"{where}; until then the gate is skipped and the judge decides")
     return ("RCS model", "ok", f"{where} (tau {model.tau:.3f}, {len(model.feature_names)} features)")
 
 
