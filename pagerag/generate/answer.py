@@ -101,6 +101,13 @@ def answer_support(text: str, citations: list[Citation], question: str) -> float
     return sum(w in known for w in content) / len(content)
 
 
+def recite(text: str, excerpts: list[Excerpt], question: str, threshold: float) -> list[Citation]:
+    """The single excerpt that best bears the answer out, if it reaches `threshold`; else []."""
+    scored = [(answer_support(text, [Citation.of(e)], question), e) for e in excerpts]
+    best_share, best = max(scored, key=lambda pair: pair[0], default=(0.0, None))
+    return [Citation.of(best)] if best is not None and best_share >= threshold else []
+
+
 # --------------------------------------------------------------------------------------------
 # LLM answer
 

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from ..settings import Settings
-from .answer import answer_support, check_citations, llm_answer
+from .answer import answer_support, check_citations, llm_answer, recite
 from .context import build_excerpts, evidence_windows, make_idf, score_windows, window_vectors
 from .extractive import extractive_answer
 from .gate import rcs_gate
@@ -156,6 +156,14 @@ def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, co
     if not checked.citations:
         return _refuse(answer, UNSUPPORTED, "The answer cited no evidence excerpt, so it cannot be trusted.")
     support_share = answer_support(checked.text, checked.citations, answer.question)
+    if support_share < cfg.min_answer_support and excerpts:
+        # a small model often cites the wrong number: when another shown excerpt bears the
+        # answer out, cite that one instead (and say so)
+        better = recite(checked.text, excerpts, answer.question, cfg.min_answer_support)
+        if better:
+            answer.notes.append(f"citation(s) {[c.n for c in checked.citations]} did not bear the answer out; "
+                                f"cited {[c.n for c in better]} instead")
+            checked.citations, support_share = better, answer_support(checked.text, better, answer.question)
     if support_share < cfg.min_answer_support:
         return _refuse(answer, UNSUPPORTED, f"The answer is not borne out by the excerpts it cites (only "
                        f"{support_share:.0%} of its words are in them or in the question).")

@@ -87,3 +87,11 @@ def test_answer_support_counts_words_the_cited_excerpts_bear_out():
     assert answer_support("Scrooge says his clerk earns fifteen shillings a week [1].", cited, question) == 1.0
     assert answer_support("The ship left at dawn [1].", cited, question) == 0.0
     assert 0.3 < answer_support("He earns fifteen shillings, twice the pay of Queen Victoria [1].", cited, question) < 0.7
+
+
+def test_a_wrongly_numbered_citation_is_moved_to_the_excerpt_that_bears_it_out():
+    from pagerag.generate.answer import recite
+
+    excerpts = _excerpts(2) + [Excerpt(3, "b:3", "b", "b.txt", 0, 40, "The chain was made of cash-boxes and keys.", 9, 3)]
+    assert [c.n for c in recite("It was made of cash-boxes and keys [1].", excerpts, "What was the chain made of?", 0.5)] == [3]
+    assert recite("It was forged from solid gold bars [1].", excerpts, "What?", 0.5) == []
