@@ -207,6 +207,14 @@ class GenerateSettings(_Section):
         "of the answerer's, so a local model reuses the evaluated prompt."
     )
     answer_max_tokens: int = Field(160, ge=8, description="Longest answer the LLM may write (tokens).")
+    attribute_uncited: bool = Field(
+        True, description="When an LLM answer cites no excerpt, cite the shown excerpt that bears it out (min_answer_support) "
+        "instead of refusing; off = every uncited answer is refused as unsupported."
+    )
+    answer_may_abstain: bool = Field(
+        True, description="Offer the LLM answerer a way out (reply INSUFFICIENT) after the judge has called the evidence "
+        "sufficient: a second, more cautious refusal."
+    )
     min_answer_support: float = Field(
         0.5, ge=0.0, le=1.0, description="Share of an answer's content words that its cited excerpts (or the question) must "
         "contain; below it the answer is refused as unsupported."

@@ -90,15 +90,19 @@ def check_citations(text: str, excerpts: list[Excerpt]) -> CheckedAnswer:
 
 def answer_support(text: str, citations: list[Citation], question: str) -> float:
     """Share of the answer's content words (stemmed, citation marks removed) that its cited
-    excerpts or the question contain: a cited answer that the excerpts do not bear out (a model
-    echoing an example, or adding outside knowledge) scores low."""
+    excerpts or the question contain — 0 when none of them comes from the excerpts themselves:
+    a cited answer that the excerpts do not bear out (a model echoing the prompt, or adding
+    outside knowledge) scores low."""
     from .question import STOPWORDS, stem, words
 
     content = [stem(w) for w in words(_CITATION.sub(" ", text)) if len(w) > 2 and w.lower() not in STOPWORDS]
     if not content:
         return 0.0
-    known = {stem(w) for c in citations for w in words(c.quote)} | {stem(w) for w in words(question)}
-    return sum(w in known for w in content) / len(content)
+    cited = {stem(w) for c in citations for w in words(c.quote)}
+    asked = {stem(w) for w in words(question)}
+    if not any(w in cited and w not in asked for w in content):
+        return 0.0  # restating the question proves nothing
+    return sum(w in cited or w in asked for w in content) / len(content)
 
 
 def recite(text: str, excerpts: list[Excerpt], question: str, threshold: float) -> list[Citation]:

@@ -147,12 +147,18 @@ def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, co
             return _refuse(answer, UNSUPPORTED, "No evidence was retrieved, so no answer can be cited.")
         checked, _ = charged(pipe.llm, cost, lambda: llm_answer(
             pipe.llm, answer.question, excerpts, max_tokens=cfg.answer_max_tokens,
-            temperature=pipe.settings.llm.temperature, allow_refusal=cfg.evidence_constraint))
+            temperature=pipe.settings.llm.temperature, allow_refusal=cfg.evidence_constraint and cfg.answer_may_abstain))
         if checked.abstained:
             return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: the answerer found no statement of the "
                            "answer in the excerpts.")
     if checked.invalid:
         answer.notes.append(f"citation(s) {checked.invalid} name no excerpt and were removed")
+    if not checked.citations and excerpts and cfg.attribute_uncited:
+        # a small model often forgets the [n]: cite the shown excerpt that bears the answer out
+        checked.citations = recite(checked.text, excerpts, answer.question, cfg.min_answer_support)
+        if checked.citations:
+            checked.text = f"{checked.text} [{checked.citations[0].n}]"
+            answer.notes.append(f"the answer cited no excerpt; excerpt [{checked.citations[0].n}] bears it out and is cited")
     if not checked.citations:
         return _refuse(answer, UNSUPPORTED, "The answer cited no evidence excerpt, so it cannot be trusted.")
     support_share = answer_support(checked.text, checked.citations, answer.question)

@@ -92,9 +92,19 @@ def test_json_judge_configured_explicitly_and_malformed_verdicts(carol_repo, gat
 def test_answer_without_a_valid_citation_is_refused(carol_repo, gate):
     for text in ("He earns fifteen shillings a week.", "He earns fifteen shillings a week [9]."):
         with LoopbackOpenAIServer(reply=replies(answer=text), top_logprobs=YES) as server:
-            answer = ask(carol_repo, gate, server)
+            answer = ask(carol_repo, gate, server, generate={"attribute_uncited": False})
         assert answer.decision == "refused" and answer.reason == UNSUPPORTED, text
         assert answer.citations == []
+
+
+def test_uncited_answer_is_cited_only_when_an_excerpt_bears_it_out(carol_repo, gate):
+    with LoopbackOpenAIServer(reply=replies(answer="He earns fifteen shillings a week."), top_logprobs=YES) as server:
+        answer = ask(carol_repo, gate, server)
+    assert answer.decision == "answered" and answer.answer.endswith(f"[{answer.citations[0].n}]")
+    assert "fifteen shillings" in answer.citations[0].quote and any("bears it out" in n for n in answer.notes)
+    with LoopbackOpenAIServer(reply=replies(answer="The ship left Bristol at dawn."), top_logprobs=YES) as server:
+        answer = ask(carol_repo, gate, server)
+    assert answer.reason == UNSUPPORTED
 
 
 def test_invalid_citation_marks_are_removed_and_noted(carol_repo, gate):
