@@ -75,7 +75,8 @@ def ask(question: str, pipe: Session) -> Answer:
     with _Timer(costs, "retrieve"):
         retrieval = retrieve(question, pipe.state, settings, encode=pipe.encode)
     answer = Answer(question=retrieval.question, decision="answered", answer="", reason=None,
-                    plan=asdict(retrieval.plan), backend=pipe.backend, pipeline=settings.pipeline, costs=costs)
+                    backend=pipe.backend, pipeline=settings.pipeline, costs=costs)
+    _describe_route(answer, retrieval)
     answer.notes.extend(retrieval.analysis.notes)
     if cfg.evidence_constraint and cfg.rcs_gate != "off":
         retrieval, gate = _gate(question, retrieval, pipe, answer, costs)
@@ -118,9 +119,17 @@ def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[s
         answer.escalated = True
         answer.notes.append(f"RCS {gate.rcs:.2f} < tau {gate.tau:.2f}: route widened once, RCS now {second.rcs:.2f}")
         retrieval, gate = widened, second
-        answer.plan = asdict(widened.plan)
+        _describe_route(answer, widened)
     answer.rcs, answer.tau = gate.rcs, gate.tau
     return retrieval, gate
+
+
+def _describe_route(answer: Answer, retrieval) -> None:
+    analysis = retrieval.analysis
+    answer.plan = asdict(retrieval.plan)
+    answer.analysis = {"need": analysis.need, "decided_by": analysis.decided_by, "reason": analysis.reason,
+                       "links": [asdict(link) for link in analysis.links]}
+    answer.hints = [asdict(h) for h in retrieval.hints]
 
 
 def _support(retrieval, pipe: Session) -> tuple[Support, list]:

@@ -81,6 +81,10 @@ class Answer:
     rcs: float | None = None
     tau: float | None = None
     plan: dict[str, Any] = field(default_factory=dict)
+    # who the question is about and what it needs (links, need), and the graph paths and
+    # community summaries the retrieval found: what a reader needs to see why this evidence
+    analysis: dict[str, Any] = field(default_factory=dict)
+    hints: list[dict[str, Any]] = field(default_factory=list)
     verdict: Verdict | None = None
     escalated: bool = False
     backend: str = "extractive"
@@ -118,6 +122,8 @@ class Answer:
             "rcs": self.rcs,
             "tau": self.tau,
             "plan": self.plan,
+            "analysis": self.analysis,
+            "hints": self.hints,
             "verdict": asdict(self.verdict) if self.verdict else None,
             "escalated": self.escalated,
             "backend": self.backend,

@@ -64,6 +64,14 @@ def test_json_object_has_the_documented_keys_and_stage_timings(rag):
         assert set(citation) >= {"n", "passage_id", "file", "start", "end", "quote"}
 
 
+def test_answer_names_the_entities_and_route_behind_it(rag):
+    data = rag.ask("How is Fred related to Scrooge?").to_dict()
+    assert data["analysis"]["need"] == data["plan"]["need"]
+    linked = {link["name"] for link in data["analysis"]["links"]}
+    assert any("Scrooge" in name for name in linked) and any("Fred" in name for name in linked)
+    assert all({"kind", "text", "passage_ids"} <= set(h) for h in data["hints"])
+
+
 def test_bad_input_is_one_clear_error(rag):
     for bad in ("", "   ", None):
         with pytest.raises(InputError, match="empty|text"):
