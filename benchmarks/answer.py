@@ -155,7 +155,7 @@ def cross_book_models(work: Path, data: Path, pipeline: str) -> dict[str, str]:
     from pagerag.api import PageRAG
     from pagerag.confidence.calibrate import fit_from_labelled
     from pagerag.confidence.model import load_default_model
-    from pagerag.confidence.repo_calibration import evidence_contains_all, load_labelled_questions
+    from pagerag.evaluate.calibrate import evidence_contains_all, load_labelled_questions
     from pagerag.generate.gate import retrieval_features
 
     names = load_default_model().feature_names

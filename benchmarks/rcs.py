@@ -50,10 +50,10 @@ def main() -> None:
 
     from rich.console import Console
 
-    from pagerag.confidence import rcs_eval as R
+    from pagerag.evaluate.rcs import run as R
     from pagerag.confidence.features import PAPER_FEATURES
     from pagerag.confidence.model import DEFAULT_MODEL_PATH, PAPER_MODEL_PATH, RCSModel
-    from pagerag.confidence.report import print_report
+    from pagerag.evaluate.rcs.report import print_report
 
     console = Console()
     base = data_dir()
@@ -82,7 +82,7 @@ def main() -> None:
             print_default(path.name, packaged, {k: R.evaluate_model_on_test(packaged, prepared[k], args.bootstrap)
                                                 for k in SETS}, console)
     if args.plot_dir:
-        from pagerag.confidence.plot import plot_accuracy_coverage
+        from pagerag.evaluate.rcs.plot import plot_accuracy_coverage
 
         for key, r in results.items():
             plot_accuracy_coverage(r["curves"], args.plot_dir / f"rcs-{key}.png", title=f"{key}: accuracy vs coverage",
@@ -109,7 +109,8 @@ def print_default(name: str, model, rows: dict, console) -> None:
 def run_selection(prepared: dict, console) -> None:
     """Leave-one-out elimination of the candidate extras on the tune halves (test halves unseen)."""
     from pagerag.confidence.features import PAPER_FEATURES
-    from pagerag.confidence.selection import DEFAULT_PRIOR, PRIOR_GRID, backward_eliminate, criterion
+    from pagerag.confidence.model import DEFAULT_PRIOR
+    from pagerag.evaluate.rcs.selection import PRIOR_GRID, backward_eliminate, criterion
 
     datasets = [({k: v[d["tune"]] for k, v in d["table"].items()}, d["labels"][d["tune"]]) for d in prepared.values()]
     extras = [n for n in datasets[0][0] if n not in PAPER_FEATURES]

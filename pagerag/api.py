@@ -22,21 +22,6 @@ from .errors import ConfigError, InputError
 from .settings import Settings, load_settings
 
 
-def _overrides(llm: str | dict | None, sections: dict[str, Any]) -> dict[str, Any]:
-    overrides: dict[str, Any] = {}
-    for name, values in sections.items():
-        if name not in Settings.model_fields:
-            raise ConfigError(f"unknown settings section '{name}' (sections: {', '.join(Settings.model_fields)})")
-        if not isinstance(values, dict):
-            raise ConfigError(f"settings section '{name}' must be given as a dict, e.g. {name}={{...}}")
-        overrides[name] = dict(values)
-    if isinstance(llm, dict):
-        overrides["llm"] = dict(llm)
-    elif llm is not None:
-        overrides["llm"] = {"backend": llm}
-    return overrides
-
-
 class PageRAG:
     def __init__(self, repo: str | Path, pipeline: str | None = None, *, settings: Settings | None = None,
                  llm: str | dict | None = None, **sections: Any) -> None:
@@ -44,7 +29,7 @@ class PageRAG:
 
         if settings is not None and (pipeline or llm or sections):
             raise ConfigError("give either settings= or pipeline/llm/section overrides, not both")
-        self.settings = settings or load_settings(pipeline=pipeline, overrides=_overrides(llm, sections))
+        self.settings = settings or load_settings(pipeline, overrides=sections, llm=llm)
         self.state = get_state(repo)
         self._encode = None
         self._llm: Any = None
@@ -62,20 +47,22 @@ class PageRAG:
     def llm(self):
         """The LLM (None = extractive), built on first use and kept."""
         if not self._llm_loaded:
-            from .generate.llm import get_llm
+            from .llm import get_llm
 
             self._llm = get_llm(self.settings.llm)
             self._llm_loaded = True
         return self._llm
 
-    def retrieve(self, question: str):
-        """The evidence for `question` (a pagerag.retrieve.records.Retrieval), without deciding."""
+    def retrieve(self, question: str, budget: int | None = None):
+        """The evidence for `question` (a pagerag.records.Retrieval), without deciding. The LLM is
+        loaded only when the pipeline routes with it (`retrieve.router = llm`)."""
         from .retrieve.api import retrieve
 
-        return retrieve(_check(question), self.state, self.settings, encode=self.encode)
+        llm = self.llm if self.settings.retrieve.router == "llm" else None
+        return retrieve(_check(question), self.state, self.settings, budget=budget, encode=self.encode, llm=llm)
 
     def ask(self, question: str):
-        """Answer with citations, or refuse with a reason (a pagerag.generate.records.Answer)."""
+        """Answer with citations, or refuse with a reason (a pagerag.records.Answer)."""
         from .generate.decide import Session, ask
 
         return ask(_check(question), Session(self.settings, self.state, self.encode, self.llm))

@@ -145,7 +145,7 @@ def _extraction_llm(settings: Settings):
     """The LLM for `--extractor llm` (None for nlp); fails before any work when none is configured."""
     if settings.extract.extractor != "llm":
         return None
-    from .generate.llm import get_llm
+    from .llm import get_llm
 
     llm = get_llm(settings.llm)
     if llm is None:

@@ -29,12 +29,11 @@ SetOption = typer.Option(None, "--set", help="Override a setting: section.field=
 
 
 def _settings(pipeline: Optional[str], config: Optional[Path], sets: Optional[List[str]], extra: dict | None = None):
-    from .settings import load_settings, overrides_from_pairs
+    """Settings from the common flags; `extra` holds a command's own flags as sections (None = not given)."""
+    from .settings import load_settings
 
-    overrides = overrides_from_pairs(sets or [])
-    for section, values in (extra or {}).items():
-        overrides.setdefault(section, {}).update({k: v for k, v in values.items() if v is not None})
-    return load_settings(pipeline=pipeline, config_file=config, overrides=overrides)
+    given = {section: {k: v for k, v in values.items() if v is not None} for section, values in (extra or {}).items()}
+    return load_settings(pipeline, config, overrides={k: v for k, v in given.items() if v}, sets=sets or ())
 
 
 def _print_json(data) -> None:

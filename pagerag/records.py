@@ -1,13 +1,23 @@
 """Records that flow between stages: the contracts of the pipeline.
 
 Every stage takes records and returns records. They are plain dataclasses so that they can be
-pickled into the build cache, written to LanceDB rows (`asdict`) and printed as JSON.
-Keep them small: a field belongs here only when two stages need it.
+pickled into the build cache, written to LanceDB rows (`asdict`) and printed as JSON. Keep them
+small: a field belongs here only when two stages need it.
+
+One record names a piece of book text, `Span`; every record that points into a source (a
+passage, a piece of evidence, a sentence window, an excerpt shown to the LLM, a citation) *is* a
+Span, so the text, its document and its offsets travel together and are checked in one place.
+
+    build:    SourceDoc -> Passage(Span) -> Graph (Entity, Relation, Community)
+    retrieve: Analysis (EntityLink) -> Plan -> Evidence(Span) + Hint + Signals = Retrieval
+    generate: Window(Span) -> Excerpt(Span) -> Verdict -> Answer (Citation(Span), StageCost)
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from .errors import RepositoryError
 
 
 @dataclass
@@ -33,9 +43,14 @@ class SourceDoc:
         return self.text[self.content_start : self.content_end]
 
 
+# --------------------------------------------------------------------------------------------
+# Spans of book text
+
+
 @dataclass
-class Passage:
-    """A token window of a source: the textual floor. `text == source.text[start:end]`."""
+class Span:
+    """A piece of a source document: `text == source_text(doc_id)[start:end]`, inside passage
+    `passage_id` of file `file`."""
 
     passage_id: str
     doc_id: str
@@ -43,20 +58,30 @@ class Passage:
     start: int
     end: int
     text: str
+
+    def check(self, passage: "Passage") -> None:
+        """Raise unless this span lies in `passage` and its text is the passage's stored text at
+        the same offsets: the source file and the passage table agree, so the quote is honest."""
+        inside = passage.start <= self.start <= self.end <= passage.end
+        if not inside or passage.text[self.start - passage.start : self.end - passage.start] != self.text:
+            raise RepositoryError(f"{self.passage_id}[{self.start}:{self.end}] does not match the stored passage "
+                                  "text; the repository is stale or damaged: rebuild it")
+
+    def line_in(self, source: str) -> int:
+        """1-based line of `start` in the source."""
+        return source.count("\n", 0, self.start) + 1
+
+
+@dataclass
+class Passage(Span):
+    """A token window of a source: the textual floor."""
+
     n_tokens: int
     ordinal: int  # position of the passage in its document
 
 
-@dataclass
-class Mention:
-    """One mention of a candidate entity in a passage (output of extraction)."""
-
-    name: str  # surface form as it appears
-    label: str  # spaCy label (PERSON, ORG, GPE, ...) or NOUN_PHRASE
-    passage_id: str
-    start: int  # offsets into the source text
-    end: int
-
+# --------------------------------------------------------------------------------------------
+# The graph view G(D)
 
 @dataclass
 class Entity:
@@ -110,6 +135,271 @@ class Graph:
             "relations": len(self.relations),
             "communities": len(self.communities),
             "isolated": sum(1 for e in self.entities if e.entity_id not in linked),
+        }
+
+
+@dataclass
+class StageCost:
+    """What one stage of a question cost: LLM tokens and wall time."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+    def add(self, prompt: int, completion: int, latency_ms: float) -> None:
+        self.prompt_tokens += int(prompt)
+        self.completion_tokens += int(completion)
+        self.latency_ms += float(latency_ms)
+
+
+# --------------------------------------------------------------------------------------------
+# Retrieval: the analysis u, the plan rho(q), the evidence E
+
+NEEDS = ("local", "relational", "multi-hop", "global")
+GRAPH_OPERATORS = ("neighbour", "path", "community")
+OPERATORS = ("text", *GRAPH_OPERATORS, "rerank")
+
+
+@dataclass
+class EntityLink:
+    """A question mention linked to a graph entity. `method`: exact | alias | fuzzy | embedding."""
+
+    mention: str
+    start: int  # character offsets of the mention in the question
+    end: int
+    entity_id: str
+    name: str
+    method: str
+    score: float  # in [0, 1]: match quality times how specific the entity is
+
+
+@dataclass
+class Analysis:
+    """u = Psi(q, R): who the question is about and what kind of evidence it needs."""
+
+    question: str
+    links: list[EntityLink] = field(default_factory=list)
+    need: str = "local"
+    decided_by: str = "prototype"  # rules | prototype | llm
+    reason: str = ""
+    need_scores: dict[str, float] = field(default_factory=dict)  # prototype similarities per need
+    mentions: list[str] = field(default_factory=list)  # candidate mention spans of the question
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def entity_ids(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for link in self.links:
+            seen.setdefault(link.entity_id, None)
+        return list(seen)
+
+
+@dataclass
+class Plan:
+    """rho(q): which operators run, in what order, and each one's share of the budget B."""
+
+    need: str
+    operators: list[str]  # in run order; "rerank" last when present
+    shares: dict[str, float]  # evidence-budget share per evidence-producing operator (sums to 1)
+    budget_tokens: int
+    graph: str  # governed | raw | none
+    floor: bool
+    structural_guidance: bool
+    max_paths: int
+    max_hops: int
+    max_communities: int
+    top_k: int
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Evidence(Span):
+    """One span of the evidence E: a passage, or the part of it that fitted the budget."""
+
+    n_tokens: int
+    operators: list[str]
+    scores: dict[str, float]
+    rank: int = 0
+    paths: list[str] = field(default_factory=list)  # path descriptions this passage supports
+    communities: list[str] = field(default_factory=list)  # community ids it was picked for
+    trimmed: bool = False  # True when only part of the passage fitted the budget
+
+
+@dataclass
+class Hint:
+    """Structural guidance shown beside the evidence: a path or a community summary."""
+
+    kind: str  # path | community
+    text: str
+    score: float
+    passage_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Signals:
+    """Raw material for the RCS gate (pagerag/confidence): float64 score lists, best first."""
+
+    hop1_scores: list[float]  # dense cosine of the text-floor top-50
+    hop1_ids: list[str]
+    hop2_scores: list[float]  # graph expansion: max cosine over bridge queries, per passage
+    hop2_ids: list[str]
+    bm25_scores: list[float]
+    bm25_ids: list[str]
+    n_linked: int
+    path_found: bool
+    need: str
+    mentions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Retrieval:
+    question: str
+    analysis: Analysis
+    plan: Plan
+    evidence: list[Evidence]
+    hints: list[Hint]
+    signals: Signals
+    timings_ms: dict[str, float]
+    pool_size: int = 0  # distinct candidate passages before the budget cut
+    llm_cost: StageCost = field(default_factory=StageCost)  # the LLM router's tokens, if it ran
+
+    @property
+    def evidence_tokens(self) -> int:
+        return sum(e.n_tokens for e in self.evidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "analysis": asdict(self.analysis),
+            "plan": asdict(self.plan),
+            "evidence": [asdict(e) for e in self.evidence],
+            "hints": [asdict(h) for h in self.hints],
+            "signals": asdict(self.signals),
+            "timings_ms": dict(self.timings_ms),
+            "pool_size": self.pool_size,
+            "tokens": {"prompt": self.llm_cost.prompt_tokens, "completion": self.llm_cost.completion_tokens},
+            "evidence_tokens": self.evidence_tokens,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Generation: what the judge and the answerer read, and the answer
+
+# Why an answer was refused (the `reason` field).
+LOW_CONFIDENCE = "low_retrieval_confidence"
+INSUFFICIENT = "insufficient_evidence"
+UNSUPPORTED = "unsupported_answer"
+REFUSAL_REASONS = (LOW_CONFIDENCE, INSUFFICIENT, UNSUPPORTED)
+
+
+@dataclass
+class Window(Span):
+    """Consecutive whole sentences of one passage (the unit the rerank and the judge score)."""
+
+    sentences: list[tuple[int, int]] = field(default_factory=list)  # absolute spans of its sentences
+    score: float = 0.0
+
+
+@dataclass
+class Excerpt(Span):
+    """A numbered piece of evidence shown to the judge and the answerer: `[n]` in an answer
+    cites it."""
+
+    n: int = 0
+    n_tokens: int = 0
+    line: int = 0  # 1-based line of `start` in the source file
+    score: float = 0.0  # how well it matches the question (for ordering)
+
+
+@dataclass
+class Citation(Span):
+    """An excerpt an answer cites: the quote is its text, exact to the source."""
+
+    n: int = 0
+    line: int = 0
+
+    @property
+    def quote(self) -> str:
+        return self.text
+
+    @classmethod
+    def of(cls, excerpt: Excerpt) -> "Citation":
+        return cls(excerpt.passage_id, excerpt.doc_id, excerpt.file, excerpt.start, excerpt.end, excerpt.text,
+                   excerpt.n, excerpt.line)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "passage_id": self.passage_id, "file": self.file, "start": self.start, "end": self.end,
+                "quote": self.text, "line": self.line}
+
+
+@dataclass
+class Verdict:
+    """s(q, E): is the evidence sufficient? `method`: logprob | json | heuristic | skipped."""
+
+    sufficient: bool
+    method: str
+    missing: str = ""  # what the evidence lacks, in words, when insufficient
+    score: float | None = None  # P(yes) for logprob, the support score for heuristic
+    detail: str = ""
+    rule: bool | None = None  # what the no-LLM rule said (also recorded beside an LLM judge)
+
+
+@dataclass
+class Answer:
+    question: str
+    decision: str  # answered | refused
+    answer: str  # the answer text; for a refusal, the sentence that says why
+    reason: str | None  # None when answered, else one of REFUSAL_REASONS
+    citations: list[Citation] = field(default_factory=list)
+    rcs: float | None = None
+    tau: float | None = None
+    plan: dict[str, Any] = field(default_factory=dict)
+    # who the question is about and what it needs (links, need), and the graph paths and
+    # community summaries the retrieval found: what a reader needs to see why this evidence
+    analysis: dict[str, Any] = field(default_factory=dict)
+    hints: list[dict[str, Any]] = field(default_factory=list)
+    verdict: Verdict | None = None
+    escalated: bool = False
+    backend: str = "extractive"
+    pipeline: str = "full"
+    costs: dict[str, StageCost] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def answered(self) -> bool:
+        return self.decision == "answered"
+
+    @property
+    def tokens(self) -> dict[str, dict[str, int]]:
+        return {stage: {"prompt": c.prompt_tokens, "completion": c.completion_tokens} for stage, c in self.costs.items()}
+
+    @property
+    def latency_ms(self) -> dict[str, float]:
+        return {stage: round(c.latency_ms, 1) for stage, c in self.costs.items()}
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.costs.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "decision": self.decision,
+            "answer": self.answer,
+            "reason": self.reason,
+            "citations": [c.to_dict() for c in self.citations],
+            "rcs": self.rcs,
+            "tau": self.tau,
+            "plan": self.plan,
+            "analysis": self.analysis,
+            "hints": self.hints,
+            "verdict": asdict(self.verdict) if self.verdict else None,
+            "escalated": self.escalated,
+            "backend": self.backend,
+            "pipeline": self.pipeline,
+            "tokens": self.tokens,
+            "latency_ms": self.latency_ms,
+            "notes": list(self.notes),
         }
 
 

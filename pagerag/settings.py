@@ -245,7 +245,6 @@ class LLMSettings(_Section):
 
 class Settings(_Section):
     pipeline: str = Field("full", description="Pipeline preset name (a file pipelines/<name>.toml).")
-    data_dir: str = Field("", description="Where the shared data sets live (PAGERAG_DATA_DIR).")
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
     extract: ExtractSettings = Field(default_factory=ExtractSettings)
@@ -282,7 +281,7 @@ def _preset(name: str) -> dict[str, Any]:
 
 
 def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
-    """PAGERAG_SECTION__FIELD=value (and PAGERAG_PIPELINE, PAGERAG_DATA_DIR) as a nested dict.
+    """PAGERAG_SECTION__FIELD=value (and PAGERAG_PIPELINE) as a nested dict.
 
     Values are parsed as TOML scalars/arrays where they parse, else kept as strings.
     """
@@ -340,24 +339,30 @@ def load_settings(
     config_file: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    *,
+    sets: list[str] | tuple[str, ...] = (),
+    llm: str | dict[str, Any] | None = None,
 ) -> Settings:
-    """Effective settings: preset <- pagerag.toml <- PAGERAG_* env <- overrides (CLI flags)."""
+    """Effective settings: preset <- pagerag.toml <- PAGERAG_* env <- overrides (CLI flags, API
+    keywords). The one loader every entry point uses (CLI, Python API, eval).
+
+    `overrides` are settings sections as dicts ({"retrieve": {"budget_tokens": 1500}}); `sets`
+    are `--set section.field=value` pairs; `llm` is a backend name (a shortcut for llm.backend)
+    or a dict of llm settings. The pipeline is the first of: `pipeline`, overrides, environment,
+    pagerag.toml, "full" — and the one whose preset is applied is the one reported.
+    """
     environ = dict(os.environ if environ is None else environ)
     env = _env_layer(environ)
-    overrides = overrides or {}
-    name = pipeline or overrides.get("pipeline") or env.get("pipeline") or "full"
-    layers: list[dict[str, Any]] = [_preset(name)]
+    flags = _merge(_check_sections(overrides or {}), overrides_from_pairs(list(sets)))
+    if llm is not None:
+        flags = _merge(flags, {"llm": dict(llm) if isinstance(llm, dict) else {"backend": llm}})
     config_path = Path(config_file) if config_file else Path(environ.get("PAGERAG_CONFIG", "pagerag.toml"))
     if config_file and not config_path.is_file():
         raise ConfigError(f"{config_path}: configuration file not found")
-    if config_path.is_file():
-        file_layer = _read_toml(config_path, "configuration")
-        if pipeline is None and "pipeline" in file_layer and "pipeline" not in env:
-            layers = [_preset(file_layer["pipeline"])]
-        layers.append(file_layer)
-    layers += [env, overrides, {"pipeline": name}]
+    file_layer = _read_toml(config_path, "configuration") if config_path.is_file() else {}
+    name = pipeline or flags.get("pipeline") or env.get("pipeline") or file_layer.get("pipeline") or "full"
     merged: dict[str, Any] = {}
-    for layer in layers:
+    for layer in (_preset(name), file_layer, env, flags, {"pipeline": name}):
         merged = _merge(merged, layer)
     try:
         return Settings.model_validate(merged)
@@ -365,6 +370,17 @@ def load_settings(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"setting '{where}': {first['msg']}") from None
+
+
+def _check_sections(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Overrides given as sections must name real sections, each as a dict (a clear message for
+    `PageRAG(repo, retreive={...})` instead of a validation error)."""
+    for name, values in overrides.items():
+        if name not in Settings.model_fields:
+            raise ConfigError(f"unknown settings section '{name}' (sections: {', '.join(Settings.model_fields)})")
+        if isinstance(Settings.model_fields[name].default_factory, type) and not isinstance(values, dict):
+            raise ConfigError(f"settings section '{name}' must be given as a dict, e.g. {name}={{...}}")
+    return overrides
 
 
 def describe_settings(settings: Settings) -> list[tuple[str, Any, str]]:

@@ -39,13 +39,9 @@ def ask(
 
 def _open(repo: Path, pipeline: Optional[str], llm: Optional[str], config: Optional[Path], sets: Optional[List[str]]):
     from ..api import PageRAG
-    from ..settings import load_settings, overrides_from_pairs
+    from ..settings import load_settings
 
-    overrides = overrides_from_pairs(sets or [])
-    if llm is not None:
-        overrides.setdefault("llm", {})["backend"] = llm
-    settings = load_settings(pipeline=pipeline, config_file=config, overrides=overrides)
-    return PageRAG(repo, settings=settings)
+    return PageRAG(repo, settings=load_settings(pipeline, config, sets=sets or (), llm=llm))
 
 
 def _answer_one(rag, question: str, as_json: bool) -> None:
@@ -131,9 +127,9 @@ def doctor(
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a setting: section.field=value (repeatable)."),
 ):
     """Say which LLM backend `auto` picks and why, and which models and data are available."""
-    from ..settings import load_settings, overrides_from_pairs
+    from ..settings import load_settings
 
-    settings = load_settings(pipeline=pipeline, config_file=config, overrides=overrides_from_pairs(set_ or []))
+    settings = load_settings(pipeline, config, sets=set_ or ())
     for label, status, detail in doctor_report(settings):
         typer.echo(f"{label:<16} {status:<9} {detail}")
 
@@ -142,7 +138,7 @@ def doctor_report(settings) -> list[tuple[str, str, str]]:
     """(what, ok|missing|info, detail) rows; nothing heavy is loaded."""
     import os
 
-    from ..generate.llm import describe_choice, endpoint_of, gguf_of
+    from ..llm import describe_choice, endpoint_of, gguf_of
 
     rows: list[tuple[str, str, str]] = []
     backend, why = describe_choice(settings.llm)
@@ -159,7 +155,7 @@ def doctor_report(settings) -> list[tuple[str, str, str]]:
     rows.append(_tiktoken_row(settings.chunk.encoding))
     rows.append(_rcs_row(settings))
     rows.append(_prompts_row())
-    data = settings.data_dir or os.environ.get("PAGERAG_DATA_DIR", "")
+    data = os.environ.get("PAGERAG_DATA_DIR", "")
     if data and Path(data).is_dir():
         qa = sorted(p.name for p in (Path(data) / "qa").glob("*.qa.jsonl"))
         rows.append(("data", "ok", f"{data} ({len(qa)} question sets in qa/)"))

@@ -30,8 +30,8 @@ def rcs_eval(
     """RCS against the paper's baselines: AUC-AC with CIs, operating points, calibration, ablation."""
     from rich.console import Console
 
-    from ..confidence.rcs_eval import run_rcs_eval
-    from ..confidence.report import print_report
+    from ..evaluate.rcs.report import print_report
+    from ..evaluate.rcs.run import run_rcs_eval
     from ..errors import PageRAGError
 
     if (train_queries is None) != (train_corpus is None):
@@ -51,7 +51,7 @@ def rcs_eval(
                             encoding="utf-8")
         err.print(f"JSON: {json_out}")
     if plot:
-        from ..confidence.plot import plot_accuracy_coverage
+        from ..evaluate.rcs.plot import plot_accuracy_coverage
 
         plot_accuracy_coverage(result["curves"], plot, title=f"{name}: accuracy vs coverage (test half)",
                                base_accuracy=1 - result["base_cwar"])
@@ -68,7 +68,7 @@ def calibrate(
     """Refit the RCS gate on labelled questions and store it as <repo>/rcs_model.json."""
     from rich.console import Console
 
-    from ..confidence.repo_calibration import calibrate_repository
+    from ..evaluate.calibrate import calibrate_repository
     from ..errors import PageRAGError
 
     if not questions.is_file():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -20,16 +20,18 @@ def retrieve(
     pipeline: Optional[str] = typer.Option(None, "--pipeline", "-p", help="Pipeline preset (pipelines/<name>.toml); default full."),
     budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Evidence budget in tiktoken tokens (default: retrieve.budget_tokens, 2000)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON: analysis, plan, evidence, hints, signals, timings_ms."),
+    config: Optional[Path] = typer.Option(None, "--config", help="A pagerag.toml file (default: ./pagerag.toml if present)."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a setting: section.field=value (repeatable)."),
 ) -> None:
-    """Show how a question is routed and the cited evidence it gets (no LLM involved)."""
+    """Show how a question is routed and the cited evidence it gets (no answer is written; an LLM
+    is used only when the pipeline routes with one, retrieve.router = llm)."""
+    from ..api import PageRAG
     from ..errors import InputError
-    from ..retrieve.api import retrieve as run
     from ..settings import load_settings
 
     if budget is not None and budget <= 0:
         raise InputError(f"--budget must be a positive number of tokens, got {budget}")
-    settings = load_settings(pipeline=pipeline)
-    result = run(question, repo, settings, budget=budget)
+    result = PageRAG(repo, settings=load_settings(pipeline, config, sets=set_ or ())).retrieve(question, budget=budget)
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
         return

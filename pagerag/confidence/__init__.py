@@ -5,6 +5,8 @@ evidence_features  extras from the question and the final evidence (mentions, br
 model              logistic RCSModel on z-scored features, JSON file, scoring in numpy
 calibrate          fit_from_labelled: a model + threshold tau for a target CWAR
 metrics            AUC-AC, CWAR/accuracy at coverage, ECE, Brier, bootstrap CIs
-baselines          the paper's baselines; selection: CV feature elimination
-rcs_eval / report  `pagerag rcs-eval` on multi-hop sets (corpus, eval_features) and its tables
+
+The multi-hop research harness (`pagerag rcs-eval`: corpora, feature tables, the paper's
+baselines, feature selection, reports, plots) lives in pagerag.evaluate.rcs; nothing on the
+question path imports it.
 """

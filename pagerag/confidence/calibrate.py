@@ -10,8 +10,7 @@ import numpy as np
 
 from ..errors import PageRAGError
 from .metrics import auc_ac, brier, cwar_at_threshold, ece, select_threshold
-from .model import RCSModel
-from .selection import DEFAULT_PRIOR, l2_for
+from .model import DEFAULT_PRIOR, RCSModel, l2_for
 
 
 def feature_matrix(rows: Sequence[Mapping[str, float]], names: Sequence[str]) -> np.ndarray:

@@ -127,3 +127,35 @@ def evidence_features(question_doc, mentions: Sequence[str], evidence_texts: Seq
     out["evidence_redundancy"] = evidence_redundancy(evidence_vecs)
     out["qword_cov"] = content_word_coverage(content_words(question_doc), evidence_texts)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Bridges: what the next hop must fetch
+
+N_BRIDGE = 3
+# Nationalities and languages ('American', 'English') are almost never the bridge of a question.
+BRIDGE_LABELS = {"PERSON", "ORG", "GPE", "LOC", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LAW"}
+
+
+def relation_words(doc, mentions: Sequence[str]) -> str:
+    """The question's content words outside its named mentions: the relation a bridge query keeps."""
+    named = " ".join(mentions).lower()
+    return " ".join(t.text for t in doc if t.is_alpha and not t.is_stop and t.lower_ not in named)
+
+
+def bridge_entities(passage_docs: Sequence, question: str, n: int = N_BRIDGE) -> list[tuple[str, int]]:
+    """First n distinct (entity, source position) named entities of the passages that are neither
+    named by the question nor the passage's own subject (named in its first words)."""
+    q = normalise_mention(question)
+    out: list[tuple[str, int]] = []
+    for pos, doc in enumerate(passage_docs):
+        head = normalise_mention(" ".join(doc.text.split()[:HEAD_WORDS]))
+        for ent in doc.ents:
+            text = ent.text.strip().strip('"`\'')
+            key = normalise_mention(text)
+            if (ent.label_ in BRIDGE_LABELS and key and key not in q and key not in head
+                    and key not in [normalise_mention(e) for e, _ in out]):
+                out.append((text, pos))
+                if len(out) == n:
+                    return out
+    return out

@@ -24,7 +24,7 @@ class AnswerJudge:
     def accepts(self, question: str, golds: list[str], answer: str) -> tuple[bool | None, str]:
         """(accepted, why); (None, error) when the judge's reply is unusable."""
         from ..generate.answer import render_prompt
-        from ..generate.llm import complete_json
+        from ..llm import complete_json
 
         messages = render_prompt("judge_answer", question=question, gold=" | ".join(golds),
                                  answer=answer.replace("<<<", "< < <").replace(">>>", "> > >"))
@@ -48,7 +48,7 @@ def make_judge(backend: str | None, llm_settings) -> AnswerJudge | None:
         return None
     if backend not in JUDGE_BACKENDS:
         raise ConfigError(f"unknown --judge '{backend}' (choose {', '.join(JUDGE_BACKENDS)}, or omit it for token recall)")
-    from ..generate.llm import get_llm
+    from ..llm import get_llm
 
     llm = get_llm(llm_settings.model_copy(update={"backend": backend}))
     if llm is None:  # cannot happen for a named backend, but keep the contract explicit

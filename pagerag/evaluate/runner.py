@@ -211,10 +211,10 @@ def read_results(path: Path, repair: bool = False) -> list[dict[str, Any]]:
 def _judge(config: EvalConfig):
     if not config.judge:
         return None
-    from ..settings import load_settings, overrides_from_pairs
+    from ..settings import load_settings
     from .judge import make_judge
 
-    settings = load_settings(config_file=config.config_file, overrides=overrides_from_pairs(config.sets))
+    settings = load_settings(config_file=config.config_file, sets=config.sets)
     return make_judge(config.judge, settings.llm)
 
 
@@ -240,12 +240,9 @@ class _Asker:
 
 
 def pipeline_settings(pipeline: str, config: EvalConfig):
-    from ..settings import load_settings, overrides_from_pairs
+    from ..settings import load_settings
 
-    overrides = overrides_from_pairs(list(config.sets))
-    if config.llm:
-        overrides.setdefault("llm", {})["backend"] = config.llm
-    return load_settings(pipeline=pipeline, config_file=config.config_file, overrides=overrides)
+    return load_settings(pipeline, config.config_file, sets=config.sets, llm=config.llm or None)
 
 
 def _ask_one(asker: _Asker, pipeline: str, task: EvalTask, item: QAItem, judge) -> dict[str, Any]:

@@ -1,8 +1,7 @@
 """Compose an answer from the excerpts: render prompts, ask the LLM, and check its citations.
 
-Prompts live in prompts/<name>.txt. A template may start with a system part, separated from
-the user part by a line `=== user ===`; `{placeholders}` are filled by plain replacement (so
-JSON braces in a template need no escaping). The judge and answer templates begin with the
+Prompts live in prompts/<name>.txt and are rendered by pagerag.llm.prompts (placeholders filled
+in one pass, so book text is never expanded). The judge and answer templates begin with the
 same system text and excerpt block, so a local llama.cpp model reuses the evaluated prefix.
 
 Book text is data: the excerpts sit between <<< and >>> fences (fence marks inside the text are
@@ -14,12 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..resources import load_prompt
+from ..llm import LLM, Messages, render_prompt
+from ..records import Citation, Excerpt
 from .context import fold_space
-from .llm import LLM, Messages
-from .records import Citation, Excerpt
 
-USER_MARK = "=== user ==="
 REFUSAL_WORD = "INSUFFICIENT"
 REFUSAL_RULE = f" If the excerpts do not state the answer, reply with the single word {REFUSAL_WORD}."
 _CITATION = re.compile(r"\[(\s*\d+\s*(?:[,;]\s*\d+\s*)*)\]")
@@ -32,17 +29,6 @@ def render_excerpts(excerpts: list[Excerpt]) -> str:
 
 def _defuse(text: str) -> str:
     return text.replace("<<<", "< < <").replace(">>>", "> > >")
-
-
-def render_prompt(name: str, **values: str) -> Messages:
-    """Chat messages from prompts/<name>.txt with `{key}` replaced by values[key]."""
-    template = load_prompt(name)
-    for key, value in values.items():
-        template = template.replace("{" + key + "}", value)
-    if USER_MARK in template:
-        system, user = template.split(USER_MARK, 1)
-        return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user.strip()}]
-    return [{"role": "user", "content": template.strip()}]
 
 
 # --------------------------------------------------------------------------------------------

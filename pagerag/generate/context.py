@@ -12,37 +12,16 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import RepositoryError
 from ..offline import count_tokens
+from ..records import Evidence, Excerpt, Window
 from .question import QuestionTerms, stems_of
-from .records import Excerpt
 
 Encode = Callable[[list[str]], np.ndarray]
 DENSE_WEIGHT = 0.6  # cosine and lexical coverage both lie in [0, 1]; cosine orders paraphrases better
-
-
-@dataclass
-class Window:
-    """Consecutive whole sentences inside one evidence span."""
-
-    evidence_index: int
-    passage_id: str
-    doc_id: str
-    file: str
-    start: int
-    end: int
-    text: str
-    sentences: list[tuple[int, int]]  # absolute spans of its sentences
-    score: float = 0.0
-
-
-def line_of(source: str, offset: int) -> int:
-    return source.count("\n", 0, offset) + 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -69,22 +48,13 @@ def make_idf(state) -> Callable[[str], float]:
 # Windows
 
 
-def evidence_windows(evidence: Sequence, state, max_chars: int = 320) -> list[Window]:
-    """Sentence windows of every evidence span (the rerank operator's cut, so its cached window
-    vectors can be reused)."""
-    from ..retrieve.rerank import passage_windows
-    from ..text.sentences import split_sentences
+def evidence_windows(evidence: Sequence[Evidence], state, model: str) -> list[Window]:
+    """The sentence windows of every evidence span: the repository's own windows of its passage
+    (cut once, shared with the rerank operator) that lie inside the span."""
+    from ..retrieve.windows import windows_within
 
-    out: list[Window] = []
-    for i, ev in enumerate(evidence):
-        source = state.source_text(ev.doc_id)
-        if source[ev.start:ev.end] != ev.text:
-            raise RepositoryError(f"evidence {ev.passage_id} does not match its source span; rebuild the repository")
-        sentences = split_sentences(source, ev.start, ev.end)
-        for s, e in passage_windows(source, ev.start, ev.end, max_chars):
-            inside = [(a, b) for a, b in sentences if a >= s and b <= e] or [(s, e)]
-            out.append(Window(i, ev.passage_id, ev.doc_id, ev.file, s, e, source[s:e], inside))
-    return out
+    return [w for ev in evidence
+            for w in windows_within(state, model, state.passage_index[ev.passage_id], ev.start, ev.end)]
 
 
 def lexical_coverage(terms: QuestionTerms, text: str, idf: Callable[[str], float]) -> float:
@@ -98,18 +68,18 @@ def lexical_coverage(terms: QuestionTerms, text: str, idf: Callable[[str], float
 
 
 def window_vectors(windows: list[Window], state, model: str, encode: Encode) -> np.ndarray:
-    """Embeddings of the windows: the rerank operator's cached window vectors where the spans
-    match (untrimmed evidence), one batch of new embeddings for the rest."""
-    from ..retrieve.rerank import window_index
+    """Embeddings of the windows: the window index's vectors for the passages' own windows
+    (embedded once per passage), one batch of new embeddings for any other piece."""
+    from ..retrieve.windows import window_index
 
     index = window_index(state, model)
-    rows = sorted({state.passage_index[w.passage_id] for w in windows if w.passage_id in state.passage_index})
+    rows = sorted({state.passage_index[w.passage_id] for w in windows})
     index.ensure(rows, encode)
     out: list[np.ndarray | None] = []
     missing: list[int] = []
     for i, w in enumerate(windows):
-        row = state.passage_index.get(w.passage_id)
-        spans = index.spans.get(row, []) if row is not None else []
+        row = state.passage_index[w.passage_id]
+        spans = [(x.start, x.end) for x in index.windows_of(row)]
         if (w.start, w.end) in spans and row in index.vectors:
             out.append(index.vectors[row][spans.index((w.start, w.end))])
         else:
@@ -155,18 +125,24 @@ def build_excerpts(windows: list[Window], state, max_tokens: int, encoding: str 
         used += cost
         if used >= max_tokens:
             break
-    merged = _merge(chosen)
-    excerpts = []
-    for n, (w, score) in enumerate(merged, start=1):
-        source = state.source_text(w.doc_id)
-        text = source[w.start:w.end]
-        excerpts.append(Excerpt(n, w.passage_id, w.doc_id, w.file, w.start, w.end, text,
-                                count_tokens(text, encoding), line_of(source, w.start), round(score, 4)))
-    return excerpts
+    return [make_excerpt(state, head, start, end, n, score, encoding)
+            for n, (start, end, head, score) in enumerate(_merge(chosen), start=1)]
 
 
-def _merge(chosen: list[Window]) -> list[tuple[Window, float]]:
-    """Merge windows of one passage that overlap or touch; keep the first (best) one's rank."""
+def make_excerpt(state, where: Window, start: int, end: int, n: int, score: float,
+                 encoding: str = "cl100k_base") -> Excerpt:
+    """Excerpt [n]: source[start:end] of the passage `where` lies in, with its line and tokens."""
+    source = state.source_text(where.doc_id)
+    excerpt = Excerpt(where.passage_id, where.doc_id, where.file, start, end, source[start:end], n=n,
+                      score=round(score, 4))
+    excerpt.n_tokens = count_tokens(excerpt.text, encoding)
+    excerpt.line = excerpt.line_in(source)
+    return excerpt
+
+
+def _merge(chosen: list[Window]) -> list[tuple[int, int, Window, float]]:
+    """Merge windows of one passage that overlap or touch: (start, end, first window, best score),
+    in the first (best) window's rank."""
     groups: list[list[Window]] = []
     for w in chosen:
         for group in groups:
@@ -175,13 +151,8 @@ def _merge(chosen: list[Window]) -> list[tuple[Window, float]]:
                 break
         else:
             groups.append([w])
-    out = []
-    for group in groups:
-        start, end = min(g.start for g in group), max(g.end for g in group)
-        head = group[0]
-        out.append((Window(head.evidence_index, head.passage_id, head.doc_id, head.file, start, end, "",
-                           [s for g in group for s in g.sentences]), max(g.score for g in group)))
-    return out
+    return [(min(g.start for g in group), max(g.end for g in group), group[0], max(g.score for g in group))
+            for group in groups]
 
 
 def fold_space(text: str) -> str:

@@ -27,10 +27,10 @@ from .answer import answer_support, check_citations, llm_answer, recite
 from .context import build_excerpts, evidence_windows, make_idf, score_windows, window_vectors
 from .extractive import extractive_answer
 from .gate import rcs_gate
-from .judge import charged, judge_sufficiency
-from .llm import LLM
+from ..llm import LLM, charged
+from .judge import judge_sufficiency
 from .question import read_question
-from .records import INSUFFICIENT, LOW_CONFIDENCE, UNSUPPORTED, Answer, StageCost, Verdict
+from ..records import INSUFFICIENT, LOW_CONFIDENCE, UNSUPPORTED, Answer, StageCost, Verdict
 from .support import Support, assess
 
 Encode = Callable[[list[str]], np.ndarray]
@@ -73,7 +73,8 @@ def ask(question: str, pipe: Session) -> Answer:
     settings, cfg = pipe.settings, pipe.settings.generate
     costs: dict[str, StageCost] = {}
     with _Timer(costs, "retrieve"):
-        retrieval = retrieve(question, pipe.state, settings, encode=pipe.encode)
+        retrieval = retrieve(question, pipe.state, settings, encode=pipe.encode, llm=pipe.llm)
+    _charge_router(costs, retrieval)
     answer = Answer(question=retrieval.question, decision="answered", answer="", reason=None,
                     backend=pipe.backend, pipeline=settings.pipeline, costs=costs)
     _describe_route(answer, retrieval)
@@ -114,14 +115,22 @@ def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[s
         answer.notes.append(gate.note)
     if not gate.passed and pipe.settings.generate.escalate:
         with _Timer(costs, "escalate"):
-            widened = retrieve(question, pipe.state, pipe.settings, escalate=True, encode=pipe.encode)
+            widened = retrieve(question, pipe.state, pipe.settings, escalate=True, encode=pipe.encode, llm=pipe.llm)
             second = rcs_gate(widened, pipe.settings, pipe.state, pipe.encode)
+        _charge_router(costs, widened)
         answer.escalated = True
         answer.notes.append(f"RCS {gate.rcs:.2f} < tau {gate.tau:.2f}: route widened once, RCS now {second.rcs:.2f}")
         retrieval, gate = widened, second
         _describe_route(answer, widened)
     answer.rcs, answer.tau = gate.rcs, gate.tau
     return retrieval, gate
+
+
+def _charge_router(costs: dict[str, StageCost], retrieval) -> None:
+    """The LLM router's tokens (when it ran) are a stage of their own."""
+    spent = retrieval.llm_cost
+    if spent.prompt_tokens or spent.completion_tokens:
+        costs.setdefault("route", StageCost()).add(spent.prompt_tokens, spent.completion_tokens, spent.latency_ms)
 
 
 def _describe_route(answer: Answer, retrieval) -> None:
@@ -134,13 +143,14 @@ def _describe_route(answer: Answer, retrieval) -> None:
 
 def _support(retrieval, pipe: Session) -> tuple[Support, list]:
     terms = read_question(retrieval.question)
-    windows = evidence_windows(retrieval.evidence, pipe.state)
+    windows = evidence_windows(retrieval.evidence, pipe.state, pipe.settings.embed.model)
     idf = make_idf(pipe.state)
     if windows:
         qvec = np.asarray(pipe.encode([retrieval.question])[0], dtype=np.float32)
         vectors = window_vectors(windows, pipe.state, pipe.settings.embed.model, pipe.encode)
         score_windows(windows, terms, idf, qvec, vectors)
-    support = assess(terms, windows, [e.text for e in retrieval.evidence], idf, pipe.settings.generate.heuristic_coverage)
+    support = assess(terms, windows, {e.passage_id: e.text for e in retrieval.evidence}, idf,
+                     pipe.settings.generate.heuristic_coverage)
     return support, windows
 
 
@@ -182,6 +192,8 @@ def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, co
     if support_share < cfg.min_answer_support:
         return _refuse(answer, UNSUPPORTED, f"The answer is not borne out by the excerpts it cites (only "
                        f"{support_share:.0%} of its words are in them or in the question).")
+    for citation in checked.citations:  # the one check of a quote: against the stored passage
+        citation.check(pipe.state.passage(citation.passage_id))
     answer.answer, answer.citations = checked.text, checked.citations
     return answer
 

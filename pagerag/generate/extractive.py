@@ -8,8 +8,8 @@ the quote itself, exact to the source span, so it can never say more than the bo
 """
 from __future__ import annotations
 
-from .context import fold_space, line_of
-from .records import Excerpt
+from ..records import Excerpt
+from .context import fold_space, make_excerpt
 from .support import SentenceSupport, Support
 
 MIN_QUOTE_CHARS = 60
@@ -42,15 +42,9 @@ def quote_span(choice: SentenceSupport) -> tuple[int, int]:
 
 def extractive_answer(support: Support, state, encoding: str = "cl100k_base") -> tuple[str, list[Excerpt]]:
     """(answer text with its [1] citation, the one excerpt it cites); ("", []) without evidence."""
-    from ..offline import count_tokens
-
     choice = best_sentence(support)
     if choice is None:
         return "", []
     start, end = quote_span(choice)
-    w = choice.window
-    source = state.source_text(w.doc_id)
-    text = source[start:end]
-    excerpt = Excerpt(1, w.passage_id, w.doc_id, w.file, start, end, text, count_tokens(text, encoding),
-                      line_of(source, start), round(choice.score, 4))
-    return f"\u201c{fold_space(text)}\u201d [1]", [excerpt]
+    excerpt = make_excerpt(state, choice.window, start, end, 1, choice.score, encoding)
+    return f"\u201c{fold_space(excerpt.text)}\u201d [1]", [excerpt]

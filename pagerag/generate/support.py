@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .context import Window
+from ..records import Window
 from .question import QuestionTerms, stems_of, type_candidates
 
 ATTRIBUTE_COVERAGE = 0.2  # default of generate.heuristic_coverage
@@ -69,19 +69,20 @@ def _attribute_coverage(terms: QuestionTerms, present: set[str], idf: Callable[[
     return sum(idf(a) for a in found) / total, len(found)
 
 
-def assess(terms: QuestionTerms, windows: Sequence[Window], evidence_texts: Sequence[str],
+def assess(terms: QuestionTerms, windows: Sequence[Window], evidence_texts: dict[str, str],
            idf: Callable[[str], float], coverage_threshold: float = ATTRIBUTE_COVERAGE) -> Support:
-    """Apply the rule to every sentence of the evidence; the best-ranked sentence decides."""
+    """Apply the rule to every sentence of the evidence (`evidence_texts`: passage id -> the
+    evidence span's text); the best-ranked sentence decides."""
     kind = terms.answer.name if terms.answer.checkable else ""
     results: list[SentenceSupport] = []
     seen: set[tuple[int, int]] = set()
-    span_cache: dict[int, tuple[list[str], float]] = {}
+    span_cache: dict[str, tuple[list[str], float]] = {}
     for w in windows:
-        if w.evidence_index not in span_cache:
-            span_text = evidence_texts[w.evidence_index]
+        if w.passage_id not in span_cache:
+            span_text = evidence_texts[w.passage_id]
             names = [n for n, t in zip(terms.names, terms.name_tokens) if _name_found(t, span_text)]
-            span_cache[w.evidence_index] = (names, _attribute_coverage(terms, stems_of(span_text), idf)[0])
-        names, span_coverage = span_cache[w.evidence_index]
+            span_cache[w.passage_id] = (names, _attribute_coverage(terms, stems_of(span_text), idf)[0])
+        names, span_coverage = span_cache[w.passage_id]
         names_ok = bool(names) or not terms.name_tokens
         for i, (s, e) in enumerate(w.sentences):
             if (s, e) in seen:

@@ -1,5 +1,5 @@
 """The `llm` extractor: one prompt per passage (prompts/extract_graph.txt), JSON out, through any
-configured LLM backend. Responses are cached on disk by prompt hash (generate/cache.py), so a
+configured LLM backend. Responses are cached on disk by prompt hash (pagerag/llm/cache.py), so a
 re-run or a resumed build pays no token twice. Produces the same raw Graph as extract_nlp, so
 governance and communities run unchanged.
 """
@@ -10,7 +10,6 @@ from typing import Callable
 
 from ..errors import BackendError
 from ..records import Entity, Graph, Passage, Relation
-from ..resources import load_prompt
 from .ids import assign_entity_ids, relation_id
 
 
@@ -25,16 +24,15 @@ class ExtractionCost:
 def extract_llm(passages: list[Passage], llm, progress: Callable[[int], None] | None = None,
                 cost: ExtractionCost | None = None, max_tokens: int = 700) -> Graph:
     """Raw graph from LLM-extracted entities and relations, with passage provenance."""
-    from ..generate.llm import complete_json
+    from ..llm import complete_json, render_prompt
 
-    template = load_prompt("extract_graph")
     cost = cost if cost is not None else ExtractionCost()
     entities: dict[tuple[str, str], set[str]] = {}
     counts: dict[tuple[str, str], int] = {}
     descriptions: dict[tuple[str, str], str] = {}
     edges: dict[tuple[tuple[str, str], tuple[str, str], str], set[str]] = {}
     for passage in passages:
-        messages = [{"role": "user", "content": template.replace("{passage}", passage.text)}]
+        messages = render_prompt("extract_graph", passage=passage.text)
         try:
             reply, completion = complete_json(llm, messages, max_tokens=max_tokens, required=("entities",))
         except BackendError:

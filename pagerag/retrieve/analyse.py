@@ -20,7 +20,7 @@ from ..errors import BackendError, InputError
 from ..settings import Settings
 from ..text.sentences import split_sentences
 from . import linking
-from .records import NEEDS, Analysis
+from ..records import NEEDS, Analysis, StageCost
 from .state import GraphView, RepoState
 
 Encode = Callable[[list[str]], np.ndarray]
@@ -130,17 +130,13 @@ def classify_need(question: str, question_vec: np.ndarray, n_linked: int, model:
     ), scores
 
 
-def llm_need(question: str, analysis: Analysis, settings: Settings) -> tuple[str, str] | None:
-    """(need, reason) from the LLM via prompts/route_query, or None when no LLM is configured."""
-    from ..generate.llm import complete_json, get_llm
-    from ..resources import load_prompt
+def llm_need(question: str, analysis: Analysis, llm, cost: StageCost) -> tuple[str, str]:
+    """(need, reason) from the LLM via prompts/route_query; its tokens are added to `cost`."""
+    from ..llm import charged, complete_json, render_prompt
 
-    llm = get_llm(settings.llm)
-    if llm is None:
-        return None
     entities = ", ".join(l.name for l in analysis.links) or "(none found)"
-    prompt = load_prompt("route_query").replace("{question}", question).replace("{entities}", entities)
-    reply, _ = complete_json(llm, [{"role": "user", "content": prompt}], max_tokens=120, required=("need",))
+    messages = render_prompt("route_query", question=question, entities=entities)
+    reply, _ = charged(llm, cost, lambda: complete_json(llm, messages, max_tokens=120, required=("need",)))
     need = str(reply.get("need", "")).strip().lower().replace("_", "-").replace("multihop", "multi-hop")
     if need not in NEEDS:
         raise BackendError(f"the LLM router answered need '{need}', not one of {', '.join(NEEDS)}")
@@ -202,8 +198,11 @@ def question_parts(question: str, limit: int = 3) -> list[str]:
     return [question[s:e] for s, e in sentences[:limit]]
 
 
-def analyse(question: str, state: RepoState, settings: Settings, encode: Encode) -> tuple[Analysis, Linked]:
-    """u = Psi(q, R), plus the question's embedding and bridge queries (reused downstream)."""
+def analyse(question: str, state: RepoState, settings: Settings, encode: Encode, llm=None,
+            cost: StageCost | None = None) -> tuple[Analysis, Linked]:
+    """u = Psi(q, R), plus the question's embedding and bridge queries (reused downstream).
+    With `retrieve.router = llm`, `llm` (the caller's, built once) classifies the need and its
+    tokens go to `cost`."""
     question = validate_question(question, settings.retrieve.max_question_chars)
     kind = settings.retrieve.graph
     view = state.view(kind) if kind != "none" else None
@@ -220,18 +219,18 @@ def analyse(question: str, state: RepoState, settings: Settings, encode: Encode)
     analysis = Analysis(question=question, links=linked.links, need=need, decided_by=decided_by, reason=reason,
                         need_scores=scores, mentions=linked.mentions, notes=notes)
     if settings.retrieve.router == "llm":
-        _route_with_llm(analysis, settings)
+        _route_with_llm(analysis, llm, cost if cost is not None else StageCost())
     return analysis, linked
 
 
-def _route_with_llm(analysis: Analysis, settings: Settings) -> None:
+def _route_with_llm(analysis: Analysis, llm, cost: StageCost) -> None:
     fallback = analysis.decided_by
+    if llm is None:
+        analysis.notes.append(f"router = llm but no LLM is configured; {fallback} decided")
+        return
     try:
-        decided = llm_need(analysis.question, analysis, settings)
+        decided = llm_need(analysis.question, analysis, llm, cost)
     except BackendError as exc:
         analysis.notes.append(f"LLM router failed ({exc}); {fallback} decided")
-        return
-    if decided is None:
-        analysis.notes.append(f"router = llm but no LLM is configured; {fallback} decided")
         return
     analysis.need, analysis.decided_by, analysis.reason = decided[0], "llm", decided[1] or "LLM route_query"

@@ -22,11 +22,11 @@ from ..errors import InputError
 from ..settings import Settings
 from . import graph_operators, operators
 from .analyse import analyse, validate_question
-from .evidence import select, to_evidence, verify_quotes
+from .evidence import select
 from .fusion import apply_rerank, fuse
 from .plan import plan as make_plan
 from .plan import widen
-from .records import GRAPH_OPERATORS, Retrieval, Signals
+from ..records import GRAPH_OPERATORS, Retrieval, Signals, StageCost
 from .rerank import score_windows
 from .state import RepoState, get_state
 
@@ -68,17 +68,18 @@ def get_encoder(settings: Settings) -> Encode:
 
 
 def retrieve(question: str, repo: str | Path | RepoState, settings: Settings, budget: int | None = None,
-             escalate: bool = False, encode: Encode | None = None) -> Retrieval:
+             escalate: bool = False, encode: Encode | None = None, llm=None) -> Retrieval:
     """Evidence for `question` from the repository at `repo` under `settings` (a pipeline preset).
 
     `budget` overrides retrieve.budget_tokens; `escalate` uses the widened route (all allowed
-    operators, 1.5x budget) that the answer stage tries once when the RCS gate is unsure.
+    operators, 1.5x budget) that the answer stage tries once when the RCS gate is unsure; `llm`
+    is the caller's LLM, used only by the LLM router (`retrieve.router = llm`).
     """
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0):
         raise InputError(f"the evidence budget must be a positive number of tokens, got {budget}")
     validate_question(question, settings.retrieve.max_question_chars)  # before any model is loaded
     with single_threaded_blas():
-        return _retrieve(question, repo, settings, budget, escalate, encode)
+        return _retrieve(question, repo, settings, budget, escalate, encode, llm)
 
 
 @functools.lru_cache(maxsize=1)
@@ -95,14 +96,15 @@ def single_threaded_blas():
 
 
 def _retrieve(question: str, repo, settings: Settings, budget: int | None, escalate: bool,
-              encode: Encode | None) -> Retrieval:
+              encode: Encode | None, llm) -> Retrieval:
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     state = repo if isinstance(repo, RepoState) else get_state(repo)
     clock.lap("load")
     encode = encode or get_encoder(settings)
     clock.lap("model")
-    analysis, linked = analyse(question, state, settings, encode)
+    llm_cost = StageCost()
+    analysis, linked = analyse(question, state, settings, encode, llm, llm_cost)
     qvec = linked.question_vec
     clock.lap("analyse")
     plan = make_plan(analysis, settings, budget)
@@ -130,16 +132,14 @@ def _retrieve(question: str, repo, settings: Settings, budget: int | None, escal
         scores = score_windows(state, head, analysis.question, qvecs, encode, settings.embed.model, cfg.rerank_model)
         items = apply_rerank(items, scores, cfg.rrf_k)
         clock.lap("rerank")
-    spans = select(items, plan, state, settings.chunk.encoding)
-    evidence = to_evidence(spans, plan, state, settings.chunk.encoding)
-    verify_quotes(evidence, state)
+    evidence = select(items, plan, state, settings.chunk.encoding)
     clock.lap("evidence")
     hints = [h for r in results for h in r.hints] if plan.structural_guidance else []
     signals = _signals(query, dense, lexical, results, linked)
     clock.lap("signals")
     timings["total"] = round(sum(v for k, v in timings.items() if k not in ("load", "model")), 3)
     return Retrieval(question=analysis.question, analysis=analysis, plan=plan, evidence=evidence, hints=hints,
-                     signals=signals, timings_ms=timings, pool_size=len(items))
+                     signals=signals, timings_ms=timings, pool_size=len(items), llm_cost=llm_cost)
 
 
 class _Clock:

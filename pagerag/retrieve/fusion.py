@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..records import Plan, Window
 from .operators import OperatorResult
-from .records import Plan
-from .rerank import WindowScore
 
 RERANK_WEIGHT = 1.0
 GRAPH_WEIGHT = 0.5  # times the operator's budget share
@@ -25,7 +24,7 @@ class PoolItem:
     operators: dict[str, dict[str, float]] = field(default_factory=dict)  # op -> components + score
     paths: list[str] = field(default_factory=list)
     communities: list[str] = field(default_factory=list)
-    window: WindowScore | None = None
+    window: Window | None = None  # the best sentence window, once reranked
     final: float = 0.0
 
 
@@ -48,11 +47,11 @@ def fuse(results: list[OperatorResult], plan: Plan, k: int) -> list[PoolItem]:
     return items
 
 
-def apply_rerank(items: list[PoolItem], scores: list[WindowScore], k: int) -> list[PoolItem]:
-    """Add the rerank term to the scored items and reorder the pool by the final score."""
-    by_row = {s.row: s for s in scores}
-    ranked = sorted(scores, key=lambda s: -s.score)
-    rank_of = {s.row: r for r, s in enumerate(ranked, start=1)}
+def apply_rerank(items: list[PoolItem], best_windows: dict[int, Window], k: int) -> list[PoolItem]:
+    """Add the rerank term (from each scored row's best window) and reorder the pool by the final score."""
+    by_row = best_windows
+    ranked = sorted(by_row, key=lambda row: -by_row[row].score)
+    rank_of = {row: r for r, row in enumerate(ranked, start=1)}
     for it in items:
         it.final = it.fused
         if it.row in by_row:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .operators import Candidate, OperatorResult, Query, best_rows, similarities
 from .plan import strong_links
-from .records import Hint
+from ..records import Hint
 from .state import EdgeInfo, GraphView
 
 # How much graph strength counts against question similarity when ranking graph passages.

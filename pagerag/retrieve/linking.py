@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .records import EntityLink
+from ..records import EntityLink
 from .state import GraphView, normalise_name
 
 _WORD = re.compile(r"[A-Za-z\u00c0-\u024f0-9]+(?:['\u2019\-][A-Za-z\u00c0-\u024f0-9]+)*")

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ..settings import Settings
-from .records import Analysis, Hint, Plan
+from ..records import Analysis, Hint, Plan
 from .state import RepoState
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..errors import InputError
 from ..settings import Settings
 from .linking import MIN_LINK_SCORE
-from .records import Analysis, Plan
+from ..records import Analysis, Plan
 
 ROUTES: dict[str, list[tuple[str, float]]] = {
     "local": [("text", 0.85), ("neighbour", 0.15)],

@@ -74,6 +74,7 @@ class RepoState:
         self.path = path
         self.manifest = manifest
         self._lock = threading.Lock()
+        self._sources: dict[str, str] = {}
         snapshot = _load_snapshot(self.key)
         if snapshot is not None:
             self.passages, self.vectors, self._views = snapshot
@@ -128,7 +129,14 @@ class RepoState:
         return hashlib.sha256(f"{self.path.resolve()}|{created}|{stamp}|{_code_digest()}".encode()).hexdigest()[:20]
 
     def source_text(self, doc_id: str) -> str:
-        return self.repo.source_text(doc_id)
+        """The source document's text, read once per state (a question reads it many times)."""
+        text = self._sources.get(doc_id)
+        if text is None:
+            text = self._sources[doc_id] = self.repo.source_text(doc_id)
+        return text
+
+    def passage(self, passage_id: str):
+        return self.passages[self.passage_index[passage_id]]
 
     def view(self, kind: str) -> GraphView:
         with self._lock:

@@ -79,3 +79,23 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
     while end > start and text[end - 1].isspace():
         end -= 1
     return (start, end) if start < end else None
+
+
+def cut_windows(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """Windows of whole consecutive sentences inside text[start:end]: (start, end, sentences),
+    each at most `max_chars` long where a sentence allows, together covering the region;
+    consecutive windows overlap by one sentence when a window holds several."""
+    sentences = split_sentences(text, start, end)
+    if not sentences:
+        return [(start, end, [(start, end)])]
+    windows: list[tuple[int, int, list[tuple[int, int]]]] = []
+    i = 0
+    while i < len(sentences):
+        j = i
+        while j + 1 < len(sentences) and sentences[j + 1][1] - sentences[i][0] <= max_chars:
+            j += 1
+        windows.append((sentences[i][0], sentences[j][1], sentences[i : j + 1]))
+        if j + 1 >= len(sentences):
+            break
+        i = j if j > i else j + 1  # overlap by one sentence when the window holds several
+    return windows

@@ -7,7 +7,7 @@ from ask_helpers import permissive_gate
 
 from pagerag.api import PageRAG
 from pagerag.errors import ConfigError, InputError
-from pagerag.generate.records import INSUFFICIENT
+from pagerag.records import INSUFFICIENT
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import pytest
 from ask_helpers import permissive_gate
 
 from pagerag.api import PageRAG
-from pagerag.generate.backend_llamacpp import load_count
-from pagerag.generate.records import REFUSAL_REASONS
+from pagerag.llm.llamacpp_backend import load_count
+from pagerag.records import REFUSAL_REASONS
 
 LOCAL_LLM = Path(__file__).resolve().parents[2].parent / "shared" / "tools" / "local-llm"
 

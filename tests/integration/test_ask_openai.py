@@ -10,9 +10,8 @@ from ask_helpers import loopback_llm, permissive_gate
 from helpers.openai_server import LoopbackOpenAIServer
 
 from pagerag.api import PageRAG
-from pagerag.errors import BackendError
-from pagerag.generate.llm import count_message_tokens
-from pagerag.generate.records import INSUFFICIENT, UNSUPPORTED
+from pagerag.llm import count_message_tokens
+from pagerag.records import INSUFFICIENT, UNSUPPORTED
 
 QUESTION = "How much does Scrooge say his clerk earns per week?"
 YES = {"Yes": -0.1, "No": -2.4}
@@ -84,9 +83,12 @@ def test_json_judge_configured_explicitly_and_malformed_verdicts(carol_repo, gat
         answer = ask(carol_repo, gate, server, generate={"judge": "json"})
         assert [kind_of(b) for b in server.bodies] == ["json", "answer"]
     assert answer.decision == "answered" and answer.verdict.method == "json"
-    with LoopbackOpenAIServer(reply=lambda body: "I think so, yes") as server:
-        with pytest.raises(BackendError, match="no JSON object"):
-            ask(carol_repo, gate, server, generate={"judge": "json"})
+    # a judge reply that is no verdict refuses (the judge did not say the evidence suffices)
+    for reply in ("I think so, yes", '{"sufficient": "maybe"}'):
+        with LoopbackOpenAIServer(reply=lambda body, reply=reply: reply) as server:
+            answer = ask(carol_repo, gate, server, generate={"judge": "json"})
+        assert answer.decision == "refused" and answer.reason == INSUFFICIENT, reply
+        assert answer.verdict.method == "json" and "could not be read" in answer.verdict.missing
 
 
 def test_answer_without_a_valid_citation_is_refused(carol_repo, gate):

@@ -8,7 +8,7 @@ from ask_helpers import permissive_gate, rcs_model_file
 
 from pagerag.api import PageRAG
 from pagerag.generate.gate import rcs_gate, retrieval_features
-from pagerag.generate.records import INSUFFICIENT, LOW_CONFIDENCE
+from pagerag.records import INSUFFICIENT, LOW_CONFIDENCE
 from pagerag.retrieve.api import retrieve
 
 ANSWERABLE = "How much does Scrooge say his clerk earns per week?"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from pagerag.errors import BackendError
-from pagerag.generate import backend_llamacpp
-from pagerag.generate.backend_llamacpp import LlamaCppBackend, load_count, shared_server
-from pagerag.generate.llm import get_llm
+from pagerag.llm import llamacpp_backend as backend_llamacpp
+from pagerag.llm.llamacpp_backend import LlamaCppBackend, load_count, shared_server
+from pagerag.llm import get_llm
 from pagerag.settings import LLMSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

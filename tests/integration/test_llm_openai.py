@@ -11,8 +11,8 @@ import pytest
 
 from helpers.openai_server import LoopbackOpenAIServer, words
 from pagerag.errors import BackendError
-from pagerag.generate.backend_openai import OpenAIBackend
-from pagerag.generate.llm import Completion, complete_json, count_message_tokens
+from pagerag.llm.openai_backend import OpenAIBackend
+from pagerag.llm import Completion, complete_json, count_message_tokens
 from pagerag.offline import count_tokens
 from pagerag.settings import LLMSettings
 

@@ -6,9 +6,9 @@ import pytest
 
 from helpers.openai_server import LoopbackOpenAIServer
 from pagerag.errors import ConfigError
-from pagerag.generate.backend_openai import OpenAIBackend
-from pagerag.generate.cache import CachedLLM, ResponseCache
-from pagerag.generate.llm import describe_choice, get_llm, register_backend, registered_backends
+from pagerag.llm.openai_backend import OpenAIBackend
+from pagerag.llm.cache import CachedLLM, ResponseCache
+from pagerag.llm import describe_choice, get_llm, register_backend, registered_backends
 from pagerag.settings import LLMSettings, load_settings
 
 QUESTION = [{"role": "user", "content": "Who was Marley?"}]

@@ -31,7 +31,7 @@ def hotpot_slice(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
 
 @pytest.fixture(scope="module")
 def result(hotpot_slice):
-    from pagerag.confidence.rcs_eval import run_rcs_eval
+    from pagerag.evaluate.rcs.run import run_rcs_eval
 
     return run_rcs_eval(*hotpot_slice, n_boot=200)
 

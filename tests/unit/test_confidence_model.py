@@ -93,7 +93,7 @@ def test_fit_from_labelled_sets_tau_for_the_target_cwar():
 def test_packaged_models_load_and_score():
     from pagerag.confidence.features import PAPER_FEATURES
     from pagerag.confidence.model import DEFAULT_MODEL_PATH, PAPER_MODEL_PATH
-    from pagerag.confidence.rcs_eval import RCS_FEATURES
+    from pagerag.evaluate.rcs.run import RCS_FEATURES
 
     default = RCSModel.load(DEFAULT_MODEL_PATH)
     paper = RCSModel.load(PAPER_MODEL_PATH)

@@ -1,17 +1,17 @@
 """The no-LLM sufficiency rule, sentence by sentence, and the extractive choice it feeds."""
 from __future__ import annotations
 
-from pagerag.generate.context import Window
 from pagerag.generate.extractive import best_sentence, quote_span
 from pagerag.generate.question import read_question
 from pagerag.generate.support import assess
+from pagerag.records import Window
 from pagerag.text.sentences import split_sentences
 
 
-def _windows(*texts: str) -> tuple[list[Window], list[str]]:
+def _windows(*texts: str) -> tuple[list[Window], dict[str, str]]:
     """One evidence span per text, one window covering it (offsets relative to each text)."""
-    windows = [Window(i, f"doc:{i}", "doc", "doc.txt", 0, len(t), t, split_sentences(t)) for i, t in enumerate(texts)]
-    return windows, list(texts)
+    windows = [Window(f"doc:{i}", "doc", "doc.txt", 0, len(t), t, split_sentences(t)) for i, t in enumerate(texts)]
+    return windows, {f"doc:{i}": t for i, t in enumerate(texts)}
 
 
 def flat_idf(_stem: str) -> float:
@@ -74,8 +74,8 @@ def test_extractive_choice_prefers_the_passing_sentence_and_extends_short_ones()
     support = assess(read_question("How much did Scrooge pay his clerk?"), windows, spans, flat_idf, 0.2)
     choice = best_sentence(support)
     start, end = quote_span(choice)
-    assert "fifteen shillings" in spans[0][start:end]
+    assert "fifteen shillings" in spans["doc:0"][start:end]
     windows, spans = _windows("Scrooge paid his clerk. 'Ten pounds.' That was all.")
     support = assess(read_question("How much did Scrooge pay his clerk?"), windows, spans, flat_idf, 0.2)
     start, end = quote_span(best_sentence(support))
-    assert spans[0][start:end].startswith("Scrooge paid his clerk.")  # a too-short quote takes a neighbour
+    assert spans["doc:0"][start:end].startswith("Scrooge paid his clerk.")  # a too-short quote takes a neighbour

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import json
 
+from pagerag.records import Analysis, EntityLink, Retrieval, Signals, Window
 from pagerag.retrieve.fusion import GRAPH_WEIGHT, apply_rerank, fuse
 from pagerag.retrieve.operators import Candidate, OperatorResult, rrf
 from pagerag.retrieve.plan import plan
-from pagerag.retrieve.records import Analysis, EntityLink, Retrieval, Signals
-from pagerag.retrieve.rerank import WindowScore, passage_windows
 from pagerag.settings import load_settings
+from pagerag.text.sentences import cut_windows
 
 
 def _plan():
@@ -39,15 +39,18 @@ def test_fuse_weights_graph_operators_by_their_share_and_keeps_provenance():
 def test_rerank_reorders_scored_items():
     p = _plan()
     items = fuse([OperatorResult("text", [Candidate(r, 1.0) for r in (1, 2, 3)])], p, k=60)
-    scores = [WindowScore(3, 0.9, 0, 5), WindowScore(1, 0.1, 0, 5), WindowScore(2, 0.5, 0, 5)]
-    order = [it.row for it in apply_rerank(items, scores, k=1)]
+    best = {row: Window(f"p{row}", "d", "f", 0, 5, "text.", [(0, 5)], score=s) for row, s in ((3, 0.9), (1, 0.1), (2, 0.5))}
+    order = [it.row for it in apply_rerank(items, best, k=1)]
     assert order[0] == 3 and items[0].window is not None
 
 
-def test_passage_windows_cover_the_passage_with_whole_sentences():
+def test_windows_cover_the_passage_with_whole_sentences():
     text = "Intro. " + " ".join(f"Sentence number {i} is here." for i in range(30)) + " End"
     start, end = 7, len(text)
-    windows = passage_windows(text, start, end, max_chars=120)
+    cut = cut_windows(text, start, end, max_chars=120)
+    windows = [(s, e) for s, e, _ in cut]
+    for s, e, sentences in cut:  # each window is its own whole sentences
+        assert sentences[0][0] == s and sentences[-1][1] == e
     assert windows[0][0] == start and windows[-1][1] == end
     for (s1, e1), (s2, e2) in zip(windows, windows[1:]):
         assert s2 <= e1  # consecutive windows touch or overlap: nothing is skipped

@@ -5,7 +5,7 @@ import pytest
 
 from pagerag.errors import InputError
 from pagerag.retrieve.plan import plan, widen
-from pagerag.retrieve.records import Analysis, EntityLink
+from pagerag.records import Analysis, EntityLink
 from pagerag.settings import load_settings
 
 

@@ -13,9 +13,8 @@ import time
 from typing import Any, Mapping
 
 from ..errors import BackendError
-from ..offline import count_tokens
 from ..settings import LLMSettings
-from .llm import Completion, Messages, TextCallback, count_message_tokens, one_line, yes_probability
+from .base import Completion, Messages, TextCallback, make_completion, one_line, yes_probability
 
 _LOCAL_API_KEY = "sk-local"  # local servers ignore the key, but the SDK insists on one
 _TOP_LOGPROBS = 20  # OpenAI's maximum
@@ -90,8 +89,7 @@ class OpenAIBackend:
                 text, usage, finish = self._create_streaming(request, on_text)
         except Exception as exc:  # noqa: BLE001
             raise self._backend_error(exc, "chat completion") from None
-        completion = self._record(messages, text, usage, finish, started)
-        return completion
+        return self._record(messages, text, usage, finish, started)
 
     def _create(self, request: dict[str, Any]) -> tuple[str, Any, str]:
         response = self._client.chat.completions.create(**request)
@@ -113,19 +111,8 @@ class OpenAIBackend:
         return "".join(pieces), usage, finish
 
     def _record(self, messages: Messages, text: str, usage: Any, finish: str, started: float) -> Completion:
-        prompt_tokens = getattr(usage, "prompt_tokens", None)
-        completion_tokens = getattr(usage, "completion_tokens", None)
-        completion = Completion(
-            text=text,
-            prompt_tokens=int(prompt_tokens) if prompt_tokens is not None else count_message_tokens(messages),
-            completion_tokens=int(completion_tokens) if completion_tokens is not None else count_tokens(text),
-            latency_ms=(time.perf_counter() - started) * 1000,
-            backend=self.name,
-            model=self.model,
-            finish_reason=finish,
-        )
-        self.last_completion = completion
-        return completion
+        self.last_completion = make_completion(messages, text, usage, finish, started, backend=self.name, model=self.model)
+        return self.last_completion
 
     # ---- yes/no judge -----------------------------------------------------------------------
 

@@ -12,20 +12,11 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .metrics import auc_ac, normalised_gain, oracle_auc_ac
-from .model import RCSModel
+from ...confidence.metrics import auc_ac, normalised_gain, oracle_auc_ac
+from ...confidence.model import RCSModel, l2_for
 
 Table = Mapping[str, np.ndarray]
-# L2 is a prior of fixed total strength: the per-query penalty is PRIOR / n, so a small
-# calibration set is regularised more than a large one (a Gaussian prior on the weights).
-PRIOR_GRID = (1.0, 3.0, 10.0, 30.0)
-# Cross-validated gains on the tune halves are flat between 1 and 10 (within 0.005); 3 is the
-# more conservative of the two best, which matters for users' small calibration sets.
-DEFAULT_PRIOR = 3.0
-
-
-def l2_for(n: int, prior: float) -> float:
-    return prior / max(n, 1)
+PRIOR_GRID = (1.0, 3.0, 10.0, 30.0)  # the prior strengths benchmarks/rcs.py --select compares
 
 
 def _folds(y: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -57,11 +48,6 @@ def out_of_fold_gain(X: np.ndarray, y: np.ndarray, prior: float, k: int = 5, rep
 def criterion(datasets: Sequence[tuple[Table, np.ndarray]], names: Sequence[str], prior: float, seed: int = 0) -> float:
     return float(np.mean([out_of_fold_gain(np.column_stack([t[n] for n in names]), y, prior, seed=seed)
                           for t, y in datasets]))
-
-
-def choose_prior(datasets: Sequence[tuple[Table, np.ndarray]], names: Sequence[str]) -> float:
-    """The prior strength from PRIOR_GRID with the best cross-validated criterion."""
-    return max(PRIOR_GRID, key=lambda prior: criterion(datasets, names, prior))
 
 
 def backward_eliminate(datasets: Sequence[tuple[Table, np.ndarray]], fixed: Sequence[str],

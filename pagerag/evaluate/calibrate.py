@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..confidence.calibrate import fit_from_labelled
+from ..confidence.model import RCSModel
 from ..errors import PageRAGError
-from .calibrate import fit_from_labelled
-from .model import RCSModel
 
 
 def fold(text: str) -> str:
@@ -63,7 +63,7 @@ def calibrate_repository(questions_path: Path, repo: Path, target_cwar: float | 
     rows, labels = [], []
     for i, q in enumerate(questions, 1):
         retrieval = rag.retrieve(q["question"])
-        rows.append(retrieval_features(retrieval))
+        rows.append(retrieval_features(retrieval, rag.state, rag.encode, settings.extract.spacy_model))
         labels.append(float(evidence_contains_all([e.text for e in retrieval.evidence], q["evidence"])))
         if progress:
             progress(i, len(questions))

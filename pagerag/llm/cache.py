@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..offline import cache_root
-from .llm import LLM, Completion, Messages, TextCallback
+from .base import LLM, Completion, Messages, TextCallback
 
 
 def cache_key(backend: str, model: str, kind: str, payload: dict[str, Any]) -> str:

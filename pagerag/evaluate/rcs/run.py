@@ -14,12 +14,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import PageRAGError
+from ...confidence import metrics as M
+from ...confidence.features import PAPER_FEATURES
+from ...confidence.model import DEFAULT_PRIOR, RCSModel, l2_for
+from ...errors import PageRAGError
 from . import baselines as B
-from . import metrics as M
-from .features import PAPER_FEATURES
-from .model import RCSModel
-from .selection import DEFAULT_PRIOR, l2_for
 
 # Extras kept by the leave-one-out elimination on the tune halves (benchmarks/rcs.py --select
 # reprints the trace); the paper's phi1-phi9 always stay.
@@ -42,7 +41,7 @@ def prepare_dataset(queries_path: Path, corpus_path: Path, top_k: int = 5, limit
     """Features, labels and split of one data set; computed once per process (the benchmark
     evaluates each set in-domain and as a transfer source)."""
     from .corpus import embed_corpus, load_corpus, load_queries
-    from .eval_features import build_feature_table
+    from .tables import build_feature_table
 
     key = (str(Path(queries_path).resolve()), str(Path(corpus_path).resolve()), top_k, limit, model)
     if key not in _PREPARED:

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import PageRAGError
+from ...errors import PageRAGError
 
 
 @dataclass
@@ -86,7 +86,7 @@ def load_corpus(path: Path) -> PassageCorpus:
 
 
 def _cache_path(corpus: PassageCorpus, model: str) -> Path:
-    from ..offline import cache_root
+    from ...offline import cache_root
 
     slug = hashlib.sha256(model.encode()).hexdigest()[:10]
     directory = cache_root() / "rcs"
@@ -102,7 +102,7 @@ def embed_corpus(corpus: PassageCorpus, model: str = "packaged:all-MiniLM-L6-v2"
         vecs = np.load(path)
         if vecs.shape[0] == len(corpus.pids):
             return vecs
-    from ..index.embed import get_embedder
+    from ...index.embed import get_embedder
 
     vecs = get_embedder(model).encode([corpus.passage_text(i) for i in range(len(corpus.pids))],
                                       progress=progress)
@@ -113,7 +113,7 @@ def embed_corpus(corpus: PassageCorpus, model: str = "packaged:all-MiniLM-L6-v2"
 
 
 def embed_queries(texts: list[str], model: str = "packaged:all-MiniLM-L6-v2") -> np.ndarray:
-    from ..index.embed import get_embedder
+    from ...index.embed import get_embedder
 
     return get_embedder(model).encode(texts)
 

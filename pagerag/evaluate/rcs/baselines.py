@@ -9,7 +9,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .metrics import auc_ac
+from ...confidence.metrics import auc_ac
 
 Table = Mapping[str, np.ndarray]
 TEMPERATURES = (0.5, 1.0, 2.0, 5.0, 10.0)

@@ -1,0 +1,152 @@
+"""Sentence windows of passages: cut once per passage, embedded once, cached in memory and on disk.
+
+A passage is cut into windows of whole sentences (about WINDOW_CHARS characters, consecutive
+windows sharing a sentence). The rerank operator scores a passage by its best window; the budget
+cut keeps the best window of a passage that does not fit whole; the judge and the answerer read
+the windows of the evidence. All three use the same `Window` records from this index.
+
+Window vectors are the expensive part, so they are cached per repository, in memory and on disk.
+`build_window_index` embeds them all once (a whole book: about four windows per passage); until
+then a question embeds only the windows it needs and adds them to the disk cache.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from ..records import Window
+from ..text.sentences import cut_windows
+from .state import RepoState
+
+WINDOW_CHARS = 320
+Encode = Callable[[list[str]], np.ndarray]
+
+
+class WindowIndex:
+    """Sentence windows and their vectors per passage row, filled lazily or from disk."""
+
+    def __init__(self, state: RepoState, model: str):
+        self.state = state
+        self.model = model
+        self._windows: dict[int, list[Window]] = {}
+        self._stored_spans: dict[int, list[tuple[int, int]]] = {}  # spans the disk vectors belong to
+        self.vectors: dict[int, np.ndarray] = {}
+        self.persist = True  # write on-demand windows back to the disk cache
+        self._lock = threading.Lock()
+        self._load()
+
+    def path(self):
+        from ..offline import cache_root
+
+        safe = re.sub(r"[^A-Za-z0-9]+", "_", self.model)[-40:]
+        return cache_root() / "retrieve" / f"{self.state.key}-windows-{safe}-{WINDOW_CHARS}.npz"
+
+    def windows_of(self, row: int) -> list[Window]:
+        """The windows of passage `row`, cut once (vectors read from disk for other cuts are dropped)."""
+        if row not in self._windows:
+            p = self.state.passages[row]
+            source = self.state.source_text(p.doc_id)
+            self._windows[row] = [Window(p.passage_id, p.doc_id, p.file, s, e, source[s:e], sentences)
+                                  for s, e, sentences in cut_windows(source, p.start, p.end, WINDOW_CHARS)]
+            stored = self._stored_spans.pop(row, None)
+            if stored is not None and stored != [(w.start, w.end) for w in self._windows[row]]:
+                self.vectors.pop(row, None)  # cut by other code: these vectors are not of these windows
+        return self._windows[row]
+
+    def ensure(self, rows: list[int], encode: Encode) -> None:
+        """Embed the windows of rows not yet cached, in one batch."""
+        with self._lock:
+            wanted = list(dict.fromkeys(rows))
+            for row in wanted:
+                self.windows_of(row)  # drops disk vectors that belong to another cut
+            missing = [r for r in wanted if r not in self.vectors]
+            if not missing:
+                return
+            texts, owners = [], []
+            for row in missing:
+                for w in self.windows_of(row):
+                    texts.append(w.text)
+                    owners.append(row)
+            vectors = encode(texts)
+            owners_arr = np.asarray(owners)
+            for row in missing:
+                self.vectors[row] = vectors[owners_arr == row]
+
+    def covered(self, rows: list[int]) -> list[int]:
+        return [r for r in rows if r in self.vectors]
+
+    def save(self) -> None:
+        rows = sorted(r for r in self.vectors if r in self._windows or r in self._stored_spans)
+        spans_of = {r: ([(w.start, w.end) for w in self._windows[r]] if r in self._windows else self._stored_spans[r])
+                    for r in rows}
+        path = self.path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        counts = np.array([len(spans_of[r]) for r in rows], np.int64)
+        spans = np.array([s for r in rows for s in spans_of[r]], np.int64).reshape(-1, 2)
+        dim = next(iter(self.vectors.values())).shape[1] if self.vectors else 0
+        vectors = np.concatenate([self.vectors[r] for r in rows]) if rows else np.zeros((0, dim), np.float32)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez(tmp, rows=np.array(rows, np.int64), counts=counts, spans=spans, vectors=vectors)
+        tmp.replace(path)
+
+    def reload(self) -> None:
+        """Forget the in-memory windows and read the disk cache again."""
+        self._windows.clear()
+        self._stored_spans.clear()
+        self.vectors.clear()
+        self._load()
+
+    def _load(self) -> None:
+        path = self.path()
+        if not path.is_file():
+            return
+        try:
+            with np.load(path) as data:
+                # Each data[key] reads the array anew: take every array once (slices below are views).
+                rows, counts, spans, vectors = (data[k] for k in ("rows", "counts", "spans", "vectors"))
+            offsets = np.concatenate([[0], np.cumsum(counts)])
+            span_list = spans.tolist()
+            for i, row in enumerate(rows.tolist()):
+                lo, hi = int(offsets[i]), int(offsets[i + 1])
+                self._stored_spans[row] = [tuple(s) for s in span_list[lo:hi]]
+                self.vectors[row] = vectors[lo:hi]
+        except (OSError, ValueError, KeyError):
+            self._stored_spans.clear()
+            self.vectors.clear()
+
+
+_INDEXES: dict[tuple[str, str], WindowIndex] = {}
+
+
+def window_index(state: RepoState, model: str) -> WindowIndex:
+    key = (state.key, model)
+    if key not in _INDEXES:
+        _INDEXES[key] = WindowIndex(state, model)
+    return _INDEXES[key]
+
+
+def build_window_index(state: RepoState, model: str, encode: Encode, batch: int = 512) -> WindowIndex:
+    """Embed every passage's windows once and keep them on disk (makes rerank ~free per question)."""
+    index = window_index(state, model)
+    rows = [r for r in range(len(state.passages)) if r not in index.vectors]
+    for lo in range(0, len(rows), batch):
+        index.ensure(rows[lo : lo + batch], encode)
+    index.save()
+    return index
+
+
+def windows_within(state: RepoState, model: str, row: int, start: int, end: int) -> list[Window]:
+    """The windows of passage `row` that lie inside [start, end) (a piece of evidence that was cut
+    to fit the budget is one of its windows, or a prefix of one: then that piece, whole)."""
+    # copies: callers score them, and the index's own windows are shared by every question
+    inside = [replace(w) for w in window_index(state, model).windows_of(row) if w.start >= start and w.end <= end]
+    if inside:
+        return inside
+    p = state.passages[row]
+    source = state.source_text(p.doc_id)
+    return [Window(p.passage_id, p.doc_id, p.file, s, e, source[s:e], sentences)
+            for s, e, sentences in cut_windows(source, start, end, WINDOW_CHARS)]
