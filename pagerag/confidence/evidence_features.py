@@ -16,7 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .features import content_word_coverage, evidence_redundancy, mention_coverage, normalise_mention
+from ..text.names import normalise_mention
+from .features import content_word_coverage, evidence_redundancy, mention_coverage
 
 HEAD_WORDS = 8
 COMPARATIVE_WORDS = {"first", "earlier", "later", "older", "younger", "longer", "shorter", "both",

@@ -21,6 +21,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..text.names import normalise_mention
+
 PAPER_FEATURES = (
     "hop1_max", "hop1_margin", "hop1_top3", "hop1_entropy", "hop1_lift",
     "hop2_max", "hop2_margin", "hop2_entropy", "query_len",
@@ -119,12 +121,6 @@ def lexical_features(bm25_scores: Sequence[float] | np.ndarray, dense_ids: Seque
     }
 
 
-def normalise_mention(text: str) -> str:
-    """Lower case, straight quotes, single spaces: the form used to find a mention in a passage."""
-    text = text.replace("\u2019", "'").replace("\u2018", "'").lower()
-    return re.sub(r"\s+", " ", text).strip()
-
-
 def mention_coverage(mentions: Iterable[str], evidence_texts: Iterable[str]) -> tuple[float, float]:
     """(count, fraction) of question mentions that occur verbatim in the evidence.
 
@@ -137,56 +133,6 @@ def mention_coverage(mentions: Iterable[str], evidence_texts: Iterable[str]) -> 
     evidence = normalise_mention(" \n ".join(evidence_texts))
     found = sum(1 for name in names if name in evidence)
     return float(found), found / len(names)
-
-
-_WORD = re.compile(r"[\w\u00C0-\u024F][\w\u00C0-\u024F'\u2019.\-–]*|\"[^\"]+\"")
-_CONNECTORS = {"of", "and", "the", "de", "du", "la", "le", "von", "van", "der", "for", "in", "on", "&"}
-_OPENERS = {
-    "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "is", "are", "was",
-    "were", "did", "do", "does", "in", "the", "a", "an", "are", "has", "have", "had", "can", "at",
-    "on", "for", "from", "by", "with", "of", "and", "or", "to", "as", "this", "that", "these",
-}
-
-
-def _is_capitalised(word: str) -> bool:
-    return word[:1].isupper() or word.startswith('"')
-
-
-def question_mentions(question: str) -> list[str]:
-    """Named things in a question: quoted strings and maximal runs of capitalised words (allowing
-    lower-case connectors such as 'of' inside a run), minus runs made only of question words.
-
-    Used instead of spaCy NER because the small spaCy model splits title-cased names such as
-    'West Of Shanghai' or 'On Body And Soul', which is how many multi-hop questions name things.
-    """
-    words = _WORD.findall(question)
-    runs: list[list[str]] = []
-    current: list[str] = []
-    for i, word in enumerate(words):
-        j = i + 1
-        while j < len(words) and words[j].lower() in _CONNECTORS:
-            j += 1  # 'Battle of the Somme': look past a chain of connectors
-        nxt = words[j] if j < len(words) else ""
-        if word.startswith('"'):
-            if current:
-                runs.append(current)
-            runs.append([word.strip('"')])
-            current = []
-        elif _is_capitalised(word) or (current and word.lower() in _CONNECTORS and _is_capitalised(nxt)):
-            current.append(word)
-        elif current:
-            runs.append(current)
-            current = []
-    if current:
-        runs.append(current)
-    out = []
-    for run in runs:
-        while run and run[0].lower() in _OPENERS and not run[0].startswith('"'):
-            run = run[1:]  # sentence-initial 'Which', 'The', 'In' ... are not part of the name
-        text = " ".join(run).rstrip(".,?").replace("'s", "").replace("\u2019s", "")
-        if text and text.lower() not in _OPENERS:
-            out.append(text)
-    return list(dict.fromkeys(out))
 
 
 def evidence_redundancy(evidence_vecs: np.ndarray) -> float:

@@ -79,7 +79,7 @@ def answer_support(text: str, citations: list[Citation], question: str) -> float
     excerpts or the question contain — 0 when none of them comes from the excerpts themselves:
     a cited answer that the excerpts do not bear out (a model echoing the prompt, or adding
     outside knowledge) scores low."""
-    from .question import STOPWORDS, stem, words
+    from ..text.words import STOPWORDS, stem, words
 
     content = [stem(w) for w in words(_CITATION.sub(" ", text)) if len(w) > 2 and w.lower() not in STOPWORDS]
     if not content:

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..offline import count_tokens
 from ..records import Evidence, Excerpt, Window
-from .question import QuestionTerms, stems_of
+from ..text.words import stems_of
+from .question import QuestionTerms
 
 Encode = Callable[[list[str]], np.ndarray]
 DENSE_WEIGHT = 0.6  # cosine and lexical coverage both lie in [0, 1]; cosine orders paraphrases better

@@ -82,7 +82,8 @@ def retrieval_features(retrieval, state, encode, spacy_model: str = "en_core_web
 
     from ..confidence.evidence_features import (N_BRIDGE, bridge_entities, evidence_features, passage_head,
                                                 relation_words)
-    from ..confidence.features import compute_features, lexical_features, question_mentions
+    from ..confidence.features import compute_features, lexical_features
+    from ..text.names import name_texts
     from ..text.nlp import load_spacy
 
     signals = retrieval.signals
@@ -91,9 +92,9 @@ def retrieval_features(retrieval, state, encode, spacy_model: str = "en_core_web
     rows = [state.passage_index[e.passage_id] for e in best]
     nlp = load_spacy(spacy_model)
     question_doc = nlp(retrieval.question)
-    mentions = question_mentions(retrieval.question)
+    mentions = name_texts(retrieval.question)
     # a book passage has no title: its subject is the first name in its opening words
-    subjects = [(question_mentions(passage_head(t)) or [""])[0] for t in texts]
+    subjects = [(name_texts(passage_head(t)) or [""])[0] for t in texts]
     bridges = bridge_entities(list(nlp.pipe(texts[:2])), retrieval.question, N_BRIDGE)
     if bridges:
         relation = relation_words(question_doc, mentions)

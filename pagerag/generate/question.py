@@ -12,38 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-WORD = re.compile(r"[A-Za-z\u00c0-\u024f0-9]+(?:['\u2019\-][A-Za-z\u00c0-\u024f0-9]+)*")
+from ..text.names import NAME_MODIFIERS, find_names
+from ..text.words import FRAME_WORDS, NUMBER_WORDS, RELATION_WORDS, STOPWORDS, WORD, stem, stems_of, words
 
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each for from further had has have having he
-    her here hers herself him himself his how i if in into is it its itself just me more most my myself no
-    nor not now of off on only or other our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too under until up
-    very was we were what when where which while who whom why will with would you your yours yourself
-    yourselves whose also ever upon shall may might must let us one""".split()
-)
-# Words that frame a question without saying what it is about.
-FRAME_WORDS = frozenset(
-    """according say says said tell tells told book story novel text describe described describes
-    mention mentioned mentions give gives given exactly specific specifically actually really
-    particular kind sort type narrator reader""".split()
-)
-# Words that say a question is about how named things relate; evidence states the relation in
-# other words ("his nephew", "apprentice"), so they are not looked for literally.
-RELATION_WORDS = frozenset(
-    """relationship relationships relation relations related relate connected connection connections
-    connect connects role respect""".split()
-)
-# Lower-case words that describe a named person rather than the thing asked ("old Joe").
-NAME_MODIFIERS = frozenset("old young little poor tiny dear good late".split())
-TITLES = frozenset("mr mrs ms miss dr st sir lady lord old young the saint king queen captain".split())
-
-NUMBER_WORDS = frozenset(
-    """one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
-    seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand
-    million dozen score half once twice thrice""".split()
-)
 _NUMBER = r"(?:\d[\d,.]*|(?:%s)(?:[- ](?:%s))*)" % ("|".join(sorted(NUMBER_WORDS)), "|".join(sorted(NUMBER_WORDS)))
 CURRENCY = (r"(?:pounds?|shillings?|pence|penny|pennies|guineas?|sovereigns?|crowns?|farthings?|dollars?|"
             r"francs?|marks?|groats?|quid|bob)")
@@ -119,50 +90,6 @@ def answer_type(question: str) -> AnswerType:
 
 
 # --------------------------------------------------------------------------------------------
-# Words
-
-
-_IRREGULAR = {
-    "died": "die", "dead": "die", "death": "die", "dies": "die", "dying": "die",
-    "born": "birth", "births": "birth", "paid": "pay", "sold": "sell", "bought": "buy", "gave": "give",
-    "given": "give", "married": "marry", "marriage": "marry", "wed": "marry", "wedding": "marry",
-    "wife": "wife", "wives": "wife", "men": "man", "women": "woman", "children": "child", "brethren": "brother",
-    "taught": "teach", "thought": "think", "told": "tell", "said": "say", "wrote": "write", "written": "write",
-    "built": "build", "lit": "light", "lighted": "light", "saw": "see", "seen": "see", "went": "go", "gone": "go",
-    "came": "come", "found": "find", "kept": "keep", "left": "leave", "lost": "lose", "met": "meet", "ran": "run",
-    "brought": "bring", "caught": "catch", "felt": "feel", "held": "hold", "made": "make", "took": "take",
-    "taken": "take", "began": "begin", "begun": "begin", "drank": "drink", "ate": "eat", "eaten": "eat",
-    "fell": "fall", "fallen": "fall", "flew": "fly", "grew": "grow", "knew": "know", "known": "know",
-    "rode": "ride", "sang": "sing", "sung": "sing", "spoke": "speak", "spoken": "speak", "stood": "stand",
-    "won": "win", "wore": "wear", "worn": "wear", "drove": "drive", "driven": "drive", "chose": "choose",
-}
-
-
-def stem(word: str) -> str:
-    """A light suffix stemmer (enough to match "brothers"/"brother", "charged"/"charge")."""
-    w = word.lower().replace("\u2019", "'")
-    if w.endswith("'s"):
-        w = w[:-2]
-    if w in _IRREGULAR:
-        return _IRREGULAR[w]
-    for suffix, keep in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("ly", "")):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not w.endswith("ss"):
-            w = w[: len(w) - len(suffix)] + keep
-            break
-    if len(w) > 4 and w[-1] == w[-2] and w[-1] not in "lsz":
-        w = w[:-1]  # "stopp(ed)" -> "stop"
-    return w.rstrip("e") if len(w) > 4 else w
-
-
-def words(text: str) -> list[str]:
-    return WORD.findall(text)
-
-
-def stems_of(text: str) -> set[str]:
-    return {stem(w) for w in words(text)}
-
-
-# --------------------------------------------------------------------------------------------
 # The question
 
 
@@ -186,26 +113,10 @@ class QuestionTerms:
 
 def read_question(question: str) -> QuestionTerms:
     tokens = [(m.group(0), m.start()) for m in WORD.finditer(question)]
-    names: list[str] = []
-    name_tokens: list[list[str]] = []
-    run: list[str] = []
-    in_name: set[int] = set()
-    previous_end = 0
-    for i, (tok, pos) in enumerate(tokens + [("", len(question))]):
-        gap = question[previous_end:pos]
-        previous_end = pos + len(tok)
-        starts_sentence = i == 0 or bool(re.search(r"[.?!;:]", gap))
-        if run and re.search(r"[^\s]", gap):  # punctuation between words ends a name
-            _close_name(run, names, name_tokens)
-            run = []
-        capital = bool(tok) and tok[0].isupper() and not (starts_sentence and tok.lower() in STOPWORDS | FRAME_WORDS)
-        if capital and tok.lower() not in {"i"}:
-            run.append(tok)
-            in_name.add(i)
-            continue
-        if run:
-            _close_name(run, names, name_tokens)
-            run = []
+    found = find_names(question)
+    names = [n.text for n in found if n.words]
+    name_tokens = [n.words for n in found if n.words]
+    in_name = {i for i, (_, pos) in enumerate(tokens) if any(n.start <= pos < n.end for n in found)}
     cue = answer_type(question)
     cue_words = {stem(w) for w in ("name", "names", "surname", "year", "date", "age", "much", "many", "money", "number", "old")}
     attributes: list[str] = []
@@ -225,17 +136,6 @@ def read_question(question: str) -> QuestionTerms:
             attribute_words.append(low)
     relational = any(t.lower() in RELATION_WORDS for t, _ in tokens) and len(names) >= 2
     return QuestionTerms(question, names, name_tokens, attributes, attribute_words, cue, relational)
-
-
-def _close_name(run: list[str], names: list[str], name_tokens: list[list[str]]) -> None:
-    core = [_strip_possessive(t) for t in run if t.lower() not in TITLES and t.lower() not in STOPWORDS]
-    if core:
-        names.append(_strip_possessive(" ".join(run)))
-        name_tokens.append(core)
-
-
-def _strip_possessive(token: str) -> str:
-    return re.sub(r"['\u2019]s$", "", token)
 
 
 # --------------------------------------------------------------------------------------------

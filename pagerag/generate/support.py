@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ..records import Window
-from .question import QuestionTerms, stems_of, type_candidates
+from ..text.words import stems_of
+from .question import QuestionTerms, type_candidates
 
 ATTRIBUTE_COVERAGE = 0.2  # default of generate.heuristic_coverage
 TYPE_WORDS = {

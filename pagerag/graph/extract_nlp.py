@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..records import Entity, Graph, Passage, Relation
 from ..settings import ExtractSettings
 from .ids import assign_entity_ids, relation_id
-from .names import TITLES
+from ..text.names import TITLES
 from .regions import PassageLocator, Piece, source_regions, split_pieces
 
 NOUN_PHRASE = "NOUN_PHRASE"

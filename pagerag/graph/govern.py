@@ -33,7 +33,7 @@ from ..records import Entity, Graph, Passage, Relation
 from ..settings import GovernSettings
 from .extract_nlp import NOUN_PHRASE
 from .ids import assign_entity_ids, relation_id
-from .names import ParsedName, display_form, parse_name, singular_candidates
+from ..text.names import ParsedName, display_form, parse_name, singular_candidates
 
 Embed = Callable[[list[str]], np.ndarray]
 IN_PASSAGE = "in_passage"

@@ -170,7 +170,7 @@ def link_question(question: str, view: GraphView | None, settings: Settings, enc
     """Entity links, name-like mentions, the question vector and the bridge queries' vectors,
     all from one encoder call (a small batch costs little more than one text)."""
     tokens = linking.tokenize(question)
-    spans = linking.candidate_mentions(question, tokens)
+    spans = linking.candidate_mentions(question)
     mentions = [s.text for s in spans]
     parts = question_parts(question)
     if view is None or not view.graph.entities or settings.retrieve.max_links == 0:

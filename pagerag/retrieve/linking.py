@@ -13,29 +13,22 @@ the mention is (_kind_factor: "sister" in lower case counts half).
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..records import EntityLink
-from .state import GraphView, normalise_name
+from ..text.names import find_names, normalise_name
+from ..text.words import FRAME_WORDS, STOPWORDS, WORD
+from .state import GraphView
 
-_WORD = re.compile(r"[A-Za-z\u00c0-\u024f0-9]+(?:['\u2019\-][A-Za-z\u00c0-\u024f0-9]+)*")
 MAX_NGRAM = 5
 # Links below this score (a generic noun phrase, a weak embedding match) do not open the graph.
 MIN_LINK_SCORE = 0.35
-
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves according book story novel chapter narrator does did say says said tell told
-    name names called kind many much first last one two three also ever later whose another""".split()
-)
+# Words that never name an entity of a book on their own: function words, the words that frame
+# a question, and the words a question uses to ask for a name or a number.
+NOT_A_NAME = STOPWORDS | FRAME_WORDS | frozenset(
+    "chapter name names called many much first last two three later another few once".split())
 
 
 @dataclass
@@ -46,31 +39,12 @@ class Token:
 
 
 def tokenize(question: str) -> list[Token]:
-    return [Token(m.group(0), m.start(), m.end()) for m in _WORD.finditer(question)]
+    return [Token(m.group(0), m.start(), m.end()) for m in WORD.finditer(question)]
 
 
-def candidate_mentions(question: str, tokens: list[Token] | None = None) -> list[Token]:
-    """Name-like spans: runs of capitalised words (joined by "of"/"de"/"the"), not stopwords alone."""
-    tokens = tokens if tokens is not None else tokenize(question)
-    spans: list[Token] = []
-    run: list[Token] = []
-
-    def close() -> None:
-        while run and run[-1].text.lower() in {"of", "de", "the", "von", "van"}:
-            run.pop()
-        if run and not all(t.text.lower() in STOPWORDS for t in run):
-            spans.append(Token(question[run[0].start : run[-1].end], run[0].start, run[-1].end))
-        run.clear()
-
-    for tok in tokens:
-        capital = tok.text[0].isupper()
-        joiner = bool(run) and tok.text.lower() in {"of", "de", "the", "von", "van"}
-        if capital or joiner:
-            run.append(tok)
-        else:
-            close()
-    close()
-    return spans
+def candidate_mentions(question: str) -> list[Token]:
+    """Name-like spans of the question (pagerag.text.names), for embedding links and the RCS."""
+    return [Token(n.text, n.start, n.end) for n in find_names(question)]
 
 
 def link_exact(question: str, tokens: list[Token], view: GraphView) -> tuple[list[EntityLink], set[int]]:
@@ -83,7 +57,7 @@ def link_exact(question: str, tokens: list[Token], view: GraphView) -> tuple[lis
             if positions & covered:
                 continue
             words = tokens[i : i + n]
-            if all(w.text.lower() in STOPWORDS for w in words) or (n == 1 and len(words[0].text) < 3):
+            if all(w.text.lower() in NOT_A_NAME for w in words) or (n == 1 and len(words[0].text) < 3):
                 continue
             hits = view.name_index.get(normalise_name(" ".join(w.text for w in words)))
             if not hits:
@@ -102,7 +76,7 @@ def link_fuzzy(question: str, tokens: list[Token], covered: set[int], view: Grap
     links: list[EntityLink] = []
     newly: set[int] = set()
     for i, tok in enumerate(tokens):
-        if i in covered or tok.text.lower() in STOPWORDS:
+        if i in covered or tok.text.lower() in NOT_A_NAME:
             continue
         if not (tok.text[0].isupper() or len(tok.text) >= 6):
             continue

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,19 +20,7 @@ import numpy as np
 
 from ..errors import RepositoryError
 from ..records import Community, Entity, Graph, Relation
-
-_POSSESSIVE = re.compile(r"['\u2019]s\b")
-_NON_WORD = re.compile(r"[^\w\s-]")
-_SPACES = re.compile(r"\s+")
-_LEADING_ARTICLE = re.compile(r"^(the|a|an) ")
-
-
-def normalise_name(text: str) -> str:
-    """The form names are matched in: lower case, no possessive 's, no punctuation, no article."""
-    text = _POSSESSIVE.sub("", text.replace("\u2019", "'").lower())
-    text = _SPACES.sub(" ", _NON_WORD.sub(" ", text)).strip()
-    return _LEADING_ARTICLE.sub("", text)
-
+from ..text.names import normalise_name
 
 @dataclass
 class EdgeInfo:

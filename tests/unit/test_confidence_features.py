@@ -9,7 +9,7 @@ import pytest
 from pagerag.confidence import evidence_features as E
 from pagerag.evaluate.rcs.corpus import dense_topk
 from pagerag.confidence.features import (PAPER_FEATURES, compute_features, content_word_coverage,
-                                         evidence_redundancy, normalised_entropy, question_mentions)
+                                         evidence_redundancy, normalised_entropy)
 from pagerag.evaluate.rcs.run import tune_mask
 
 
@@ -49,14 +49,6 @@ def test_entropy_normalisation_bounds_and_float64_resolution():
 def test_missing_hop2_gives_zeros_not_errors():
     f = compute_features([0.4, 0.3], None, "q")
     assert f["hop2_max"] == 0.0 and f["hop2_entropy"] == 0.0
-
-
-def test_question_mentions_keep_title_cased_names_whole():
-    assert question_mentions("Which film was released first, On Body And Soul or Pearl Lust?") == \
-        ["Body And Soul", "Pearl Lust"]
-    assert question_mentions("Who won the Battle of the Somme?") == ["Battle of the Somme"]
-    assert question_mentions('Which band released "Counterparts"?') == ["Counterparts"]
-    assert question_mentions("what is the seat of the county?") == []
 
 
 def test_question_structure_counts_links_clauses_and_comparison(nlp_small):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pagerag.generate.question import answer_type, read_question, stem, type_candidates
+from pagerag.generate.question import answer_type, read_question, type_candidates
+from pagerag.text.words import stem
 
 
 @pytest.mark.parametrize(

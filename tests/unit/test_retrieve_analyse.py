@@ -10,7 +10,8 @@ from pagerag.records import Community, Entity, Graph, Relation
 from pagerag.retrieve import linking
 from pagerag.retrieve.analyse import rule_need, validate_question
 from pagerag.retrieve.graph_operators import _describe, edge_strength, paths_between
-from pagerag.retrieve.state import build_view, normalise_name
+from pagerag.retrieve.state import build_view
+from pagerag.text.names import normalise_name
 
 N_PASSAGES = 100
 

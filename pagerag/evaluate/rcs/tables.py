@@ -18,7 +18,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ...confidence.evidence_features import bridge_entities, evidence_features, relation_words, subject_of
-from ...confidence.features import compute_features, lexical_features, question_mentions
+from ...confidence.features import compute_features, lexical_features
+from ...text.names import name_texts
 from ...text.nlp import load_spacy
 from .corpus import MultiHopQuery, PassageCorpus, dense_topk, embed_queries
 
@@ -79,7 +80,7 @@ def build_feature_table(queries: list[MultiHopQuery], corpus: PassageCorpus, pas
     q_docs = list(nlp.pipe(questions, batch_size=64))
     source_ids = sorted({int(i) for i in hop1_idx[:, :2].ravel()})
     p_docs = dict(zip(source_ids, nlp.pipe((corpus.passage_text(i) for i in source_ids), batch_size=32)))
-    mentions = [question_mentions(q) for q in questions]
+    mentions = [name_texts(q) for q in questions]
     bridges = [bridge_entities([p_docs[int(j)] for j in hop1_idx[i, :2]], questions[i]) for i in range(len(queries))]
     say("hop 2: bridge queries")
     bridge_vecs = _bridge_query_vectors(bridges, q_docs, mentions, model, passage_vecs.shape[1])
