@@ -111,7 +111,7 @@ def build_repository(
             passages, vectors, bm25, graph_stage = _run_stages(docs, settings, cache, progress, timings, llm)
             t0 = time.perf_counter()
             with progress.stage("publish", 3) as advance:
-                manifest = _manifest(docs, passages, graph_stage, settings, timings, started, llm)
+                manifest = _manifest(docs, passages, graph_stage, settings, timings, started, llm, vectors.shape[1])
                 write_repository_files(staging, docs, passages, vectors, bm25, graph_stage.graphs,
                                        graph_stage.entity_vectors, manifest)
                 advance(1)
@@ -195,7 +195,7 @@ def _embed_in_blocks(texts: list[str], settings: Settings, cache: StageCache, pr
             key = digest(settings.embed.model, resolve_precision(settings.embed.precision), block)
             blocks.append(cache.get_or_compute("embed", key, compute))
             advance(len(block))
-    return np.concatenate(blocks) if blocks else np.zeros((0, 384), dtype=np.float32)
+    return np.concatenate(blocks)  # loading refuses input without text, so there is a block
 
 
 def _build_graphs(passages, settings: Settings, cache: StageCache, progress, timings, passages_key, llm=None):
@@ -262,7 +262,7 @@ def _embed_entity_names(graphs: dict[str, Graph], embedder) -> dict[str, np.ndar
 
 
 def _manifest(docs: list[SourceDoc], passages, stage: "GraphStage", settings: Settings, timings, started,
-              llm=None) -> dict[str, Any]:
+              llm=None, dim: int = 0) -> dict[str, Any]:
     tokens = stage.tokens
     raw, governed = stage.graphs["raw"].stats(), stage.graphs["governed"].stats()
     governance = {k: v for k, v in stage.governance.items() if k not in ("raw", "governed")}
@@ -279,7 +279,7 @@ def _manifest(docs: list[SourceDoc], passages, stage: "GraphStage", settings: Se
         ],
         "settings": settings.model_dump(),
         "versions": _versions(settings),
-        "embedding_dim": 384,
+        "embedding_dim": int(dim),
         "stats": {
             "passages": len(passages), "words": words,
             "entities_raw": raw["entities"], "entities": governed["entities"],

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RepositoryError
+from .graph.provenance import provenance_problems
 from .records import Community, Entity, Graph, Passage, Relation, SourceDoc
 
 FORMAT_VERSION = 1
@@ -96,7 +97,7 @@ class Repository:
     @functools.lru_cache(maxsize=2)
     def entity_vectors(self, kind: str = "governed") -> np.ndarray:
         if not self.graph(kind).entities:
-            return np.zeros((0, int(self.manifest.get("embedding_dim", 384))), dtype=np.float32)
+            return np.zeros((0, self.passage_vectors.shape[1]), dtype=np.float32)
         return self.store.vectors(f"entities_{kind}")
 
     @functools.lru_cache(maxsize=8)
@@ -179,13 +180,10 @@ def validate_repository(path: Path) -> Repository:
         raise RepositoryError(f"{path}: passage vectors do not match passages")
     if repo.bm25.n_docs != len(passages):
         raise RepositoryError(f"{path}: BM25 index does not match passages")
-    known = repo.passage_index
     for kind in GRAPH_KINDS:
-        graph = repo.graph(kind)
-        for element in [*graph.entities, *graph.relations, *graph.communities]:
-            missing = [pid for pid in element.passage_ids if pid not in known]
-            if missing:
-                raise RepositoryError(f"{path}: {kind} graph element points at unknown passage {missing[0]}")
+        problems = provenance_problems(repo.graph(kind), passages)
+        if problems:
+            raise RepositoryError(f"{path}: {kind} graph provenance: {problems[0]}")
     return repo
 
 

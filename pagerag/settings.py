@@ -126,7 +126,11 @@ class RetrieveSettings(_Section):
         default_factory=lambda: ["text", "neighbour", "path", "community", "rerank"],
         description="Operators the router may use.",
     )
-    structural_guidance: bool = Field(True, description="Show paths/community hints in the evidence.")
+    structural_guidance: bool = Field(
+        True, description="Use graph structure as guidance: the path operator runs and path/community statements are "
+        "reported as hints beside the evidence; off = the no-structural-guidance ablation (no path operator, no "
+        "hints; neighbour and community passages are still retrieved)."
+    )
     top_k: int = Field(20, ge=1, description="Candidates per retriever before fusion.")
     hop1_k: int = Field(50, ge=1, description="Dense hits whose cosines are kept for the RCS gate (hop-1 scores).")
     rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant k in 1/(k + rank).")
@@ -157,7 +161,10 @@ class RetrieveSettings(_Section):
 
 
 class ConfidenceSettings(_Section):
-    model_path: str = Field("", description="RCS model JSON; empty = repository's calibrated model, else the packaged default.")
+    model_path: str = Field(
+        "", description="RCS model JSON for the gate; empty = the repository's own (<repo>/rcs_model.json from `pagerag "
+        "calibrate`), else — only with generate.rcs_gate = on — the packaged default (see generate.rcs_gate)."
+    )
     target_cwar: float = Field(0.2, gt=0.0, lt=1.0, description="Target confident-wrong-answer rate for the threshold.")
     l2_prior: float = Field(
         3.0, gt=0.0,

@@ -7,7 +7,6 @@ the community's passages that mention the most member entities (ties: more centr
 closeness to their centroid (sentences about what the community is about rather than one-off lists
 of names); it is off by default because embedding every candidate sentence costs more than the
 rest of this stage together.
-`summarise_with_llm` is the hook for an abstractive summary: it takes any callable prompt -> text.
 """
 from __future__ import annotations
 
@@ -20,13 +19,13 @@ import numpy as np
 
 from ..records import Community, Entity, Graph, Passage
 from ..settings import CommunitySettings
+from ..text.sentences import split_sentences
 
 TITLE_ENTITIES = 3
 SUMMARY_ENTITIES = 8
 CANDIDATE_PASSAGES = 12  # passages (richest in members first) searched for sentences
 CANDIDATES_PER_SENTENCE = 4  # embedding re-ranks this many best-covering sentences per slot
 MAX_SENTENCE_CHARS = 400
-_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+[\"'”’)\]]*|$)")
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -59,11 +58,11 @@ def centrality(graph: Graph, entity_ids: list[str]) -> dict[str, float]:
     return _GraphIndex(graph).centrality(entity_ids)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Rough sentence split of passage text (line wraps collapsed); good enough to pick extracts."""
+def summary_sentences(text: str) -> list[str]:
+    """The sentences of a passage that could go in a summary (line wraps collapsed)."""
     out = []
-    for m in _SENTENCE.finditer(text):
-        sentence = " ".join(m.group(0).split())
+    for start, end in split_sentences(text):
+        sentence = " ".join(text[start:end].split())
         if len(sentence) > 20 and any(c.isalpha() for c in sentence):
             out.append(sentence[:MAX_SENTENCE_CHARS])
     return out
@@ -95,7 +94,7 @@ def candidate_sentences(members: list[Entity], weights: dict[str, float], passag
     pattern, owner = _alias_pattern(members)
     scored, seen = [], set()
     for pid in pids:
-        for sentence in split_sentences(passages[pid].text):
+        for sentence in summary_sentences(passages[pid].text):
             if sentence in seen:  # overlapping passages repeat sentences
                 continue
             seen.add(sentence)
@@ -136,50 +135,3 @@ def summarise_communities(graph: Graph, communities: list[Community], passages: 
         summary = f"Entities: {shown}." + ("" if not sentences else " " + " ".join(sentences))
         out.append(dataclasses.replace(community, title=title, summary=summary))
     return out
-
-
-DEFAULT_LLM_PROMPT = """Summarise this group of related entities from a book in 2-4 sentences, using only the
-facts in the excerpts. Say who or what they are and how they are connected.
-
-Entities: {entities}
-Relations: {relations}
-Excerpts:
-{sentences}
-
-Summary:"""
-
-
-def summarise_with_llm(graph: Graph, communities: list[Community], passages: list[Passage],
-                       settings: CommunitySettings, llm: Callable[[str], str], prompt: str | None = None) -> list[Community]:
-    """Abstractive summaries: the extractive material (members, top relations, sentences) is put in
-    `prompt` (default: prompts/summarise_community.txt if present, else DEFAULT_LLM_PROMPT) and
-    `llm(prompt_text)` returns the summary. Titles stay extractive."""
-    template = prompt or _packaged_prompt() or DEFAULT_LLM_PROMPT
-    extractive = summarise_communities(graph, communities, passages, settings)
-    by_pid = {p.passage_id: p for p in passages}
-    index = _GraphIndex(graph)
-    names = {e.entity_id: e.name for e in graph.entities}
-    out = []
-    for community in extractive:
-        members = set(community.entity_ids)
-        inside = sorted((r for r in graph.relations if r.source in members and r.target in members),
-                        key=lambda r: (-r.weight, r.relation_id))[:10]
-        weights = index.centrality(community.entity_ids)
-        ranked = index.ranked(community, weights)
-        scored = candidate_sentences(ranked, weights, by_pid, community)
-        text = template.format(
-            entities=", ".join(e.name for e in ranked[:SUMMARY_ENTITIES * 2]),
-            relations="; ".join(f"{names[r.source]} -[{r.label}]-> {names[r.target]}" for r in inside) or "none",
-            sentences="\n".join(f"- {s}" for _, s in scored[: settings.summary_sentences * 2]) or "- (none)",
-        )
-        out.append(dataclasses.replace(community, summary=llm(text).strip()))
-    return out
-
-
-def _packaged_prompt() -> str | None:
-    from ..resources import load_prompt
-
-    try:
-        return load_prompt("summarise_community")
-    except (OSError, FileNotFoundError):
-        return None

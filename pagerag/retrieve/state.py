@@ -137,18 +137,18 @@ class RepoState:
             vectors = np.ascontiguousarray(self.repo.entity_vectors(kind), dtype=np.float32)
         except Exception as exc:
             raise RepositoryError(f"{self.path}: the {kind} graph is unreadable ({_short(exc)}); rebuild it") from None
-        return build_view(kind, graph, vectors, n_passages=len(self.passages))
+        return build_view(kind, graph, vectors, n_passages=len(self.passages), dim=self.vectors.shape[1])
 
     def community_vectors(self, view: GraphView, embed) -> np.ndarray:
         """Title + summary embeddings of the view's communities, computed once (disk-cached)."""
         if view._community_vectors is None:
             view._community_vectors = _cached_vectors(
-                f"{self.key}-communities-{view.kind}", [f"{c.title}. {c.summary}" for c in view.graph.communities], embed
-            )
+                f"{self.key}-communities-{view.kind}", [f"{c.title}. {c.summary}" for c in view.graph.communities], embed,
+                self.vectors.shape[1])
         return view._community_vectors
 
 
-def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: int) -> GraphView:
+def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: int, dim: int) -> GraphView:
     import networkx as nx
 
     entity_row = {e.entity_id: i for i, e in enumerate(graph.entities)}
@@ -178,7 +178,7 @@ def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: 
     for word in names_of_word:
         by_initial.setdefault(word[0], []).append(word)
     if entity_vectors.shape[0] != len(graph.entities):
-        entity_vectors = np.zeros((len(graph.entities), entity_vectors.shape[1] if entity_vectors.ndim == 2 else 384), np.float32)
+        entity_vectors = np.zeros((len(graph.entities), dim), np.float32)  # a graph without name vectors
     return GraphView(
         kind=kind, graph=graph, nx=g, entity_row=entity_row,
         relation_by_id={r.relation_id: r for r in graph.relations},
@@ -237,7 +237,7 @@ def _write_pickle(path: Path, value: Any) -> None:
     tmp.replace(path)
 
 
-def _cached_vectors(name: str, texts: list[str], embed) -> np.ndarray:
+def _cached_vectors(name: str, texts: list[str], embed, dim: int = 0) -> np.ndarray:
     """Embed `texts` once; keep the matrix under the pagerag cache dir (a pure function of texts)."""
     from ..offline import cache_root
 
@@ -250,7 +250,7 @@ def _cached_vectors(name: str, texts: list[str], embed) -> np.ndarray:
                 return vectors
         except (OSError, ValueError):
             pass
-    vectors = embed(texts) if texts else np.zeros((0, 384), dtype=np.float32)
+    vectors = embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{id(texts)}.npy")
     np.save(tmp, vectors)

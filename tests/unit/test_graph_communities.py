@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pagerag.graph.communities import detect_communities
 from pagerag.graph.provenance import provenance_map, provenance_problems
-from pagerag.graph.summaries import summarise_communities, summarise_with_llm
+from pagerag.graph.summaries import summarise_communities
 from pagerag.records import Entity, Graph, Passage, Relation
 from pagerag.settings import CommunitySettings
 
@@ -98,17 +98,3 @@ def test_extractive_summary_titles_central_members_and_quotes_their_sentences():
     assert cratchits.summary.endswith("Martha kissed Tim and Bob laughed.")
     belle = next(c for c in communities if c.entity_ids == ["person:belle"])
     assert belle.title == "Belle" and "Belle walked alone by the river." in belle.summary
-
-
-def test_llm_hook_receives_the_extractive_material():
-    graph = two_clusters()
-    prompts: list[str] = []
-
-    def llm(prompt: str) -> str:
-        prompts.append(prompt)
-        return f"  summary {len(prompts)} "
-
-    communities = summarise_with_llm(graph, detect_communities(graph, CommunitySettings()), PASSAGES, CommunitySettings(),
-                                     llm, prompt="E: {entities}\nR: {relations}\nS: {sentences}")
-    assert [c.summary for c in communities] == [f"summary {i + 1}" for i in range(len(communities))]
-    assert any("Scrooge -[co-occurs with]-> Marley" in p and "partners" in p for p in prompts)

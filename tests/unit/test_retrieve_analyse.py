@@ -46,7 +46,7 @@ def view():
     rng = np.random.default_rng(0)
     vecs = rng.normal(size=(len(g.entities), 8)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return build_view("governed", g, vecs, N_PASSAGES)
+    return build_view("governed", g, vecs, N_PASSAGES, vecs.shape[1])
 
 
 def test_normalise_name():
@@ -157,7 +157,7 @@ def test_edge_strength_saturates():
 def test_lower_case_words_are_weak_anchors():
     g = Graph([Entity("e0", "Bring", "PERSON", [], 2, ["p1"]), Entity("e1", "sister", "NOUN_PHRASE", [], 2, ["p1"]),
                Entity("e2", "Fan", "PERSON", [], 2, ["p2"])], [], [])
-    v = build_view("governed", g, np.eye(3, 8, dtype=np.float32), N_PASSAGES)
+    v = build_view("governed", g, np.eye(3, 8, dtype=np.float32), N_PASSAGES, 8)
     q = "Did Fan bring her sister?"
     scores = {l.name: l.score for l in linking.link_exact(q, linking.tokenize(q), v)[0]}
     assert scores["Fan"] > 2 * scores["Bring"]
