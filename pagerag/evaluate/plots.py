@@ -69,13 +69,7 @@ def quality_vs_tokens(path: Path, report: dict[str, Any]) -> Path:
     ax.set_xlabel(x_label)
     ax.set_ylabel("quality: BBS (%)")
     ax.set_title("Quality vs query cost per pipeline")
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _finish(plt, fig, ax, path)
 
 
 def refusal_vs_accuracy(path: Path, report: dict[str, Any]) -> Path:
@@ -106,6 +100,11 @@ def refusal_vs_accuracy(path: Path, report: dict[str, Any]) -> Path:
     ax.set_xlabel("lenient accuracy on answerable questions (%)")
     ax.set_ylabel("correct refusal on unanswerable questions (%)")
     ax.set_title("Refusal vs accuracy")
+    return _finish(plt, fig, ax, path)
+
+
+def _finish(plt, fig, ax, path: Path) -> Path:
+    """Grid, the legend beside the axes, save and close."""
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))

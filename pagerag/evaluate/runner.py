@@ -212,7 +212,7 @@ def _judge(config: EvalConfig):
     if not config.judge:
         return None
     from ..settings import load_settings
-    from .judge import make_judge
+    from .grading import make_judge
 
     settings = load_settings(config_file=config.config_file, sets=config.sets)
     return make_judge(config.judge, settings.llm)

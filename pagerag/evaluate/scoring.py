@@ -5,7 +5,7 @@ evidence recall.
   of words (so "no" never matches "not", "7" never matches "17"). Yes/no gold answers compare
   the first yes/no word of the answer instead.
 - lenient without a judge: token recall of the gold answer (content words; the best alias)
-  >= LENIENT_RECALL. With a judge (judge.py), the judge decides for answers that are not
+  >= LENIENT_RECALL. With a judge (grading.py), the judge decides for answers that are not
   already strictly right.
 - normalisation: NFKC, lower case, curly quotes folded, punctuation and hyphens to spaces,
   articles dropped, number words zero..ninety (and "a hundred") to digits, "1,000" to "1000",

@@ -2,7 +2,7 @@
 
     1. RCS gate: score the retrieval; if RCS < tau, widen the route once (all allowed operators,
        1.5x budget) and re-score; still below tau -> refuse `low_retrieval_confidence`.
-    2. Sufficiency judge s(q, E) (judge.py); insufficient -> refuse `insufficient_evidence`,
+    2. Sufficiency judge s(q, E) (sufficiency.py); insufficient -> refuse `insufficient_evidence`,
        naming what is missing.
     3. Answer from the evidence only: extractive (no LLM) or prompts/answer; every [n] must name
        an excerpt; no valid citation, or an answer whose words its cited excerpts (and the
@@ -28,7 +28,7 @@ from .context import build_excerpts, evidence_windows, make_idf, score_windows, 
 from .extractive import extractive_answer
 from .gate import rcs_gate
 from ..llm import LLM, charged
-from .judge import judge_sufficiency
+from .sufficiency import judge_sufficiency
 from .question import read_question
 from ..records import INSUFFICIENT, LOW_CONFIDENCE, UNSUPPORTED, Answer, StageCost, Verdict
 from .support import Support, assess

@@ -1,7 +1,7 @@
 """What a question asks for, read without an LLM: its named things, its other content words (the
 asked-for attribute), and the type of answer it expects.
 
-Used by the no-LLM sufficiency heuristic (judge.py) and the extractive answerer: both look for
+Used by the no-LLM sufficiency heuristic (support.py) and the extractive answerer: both look for
 one evidence window that holds the question's names, most of its attribute words, and a
 candidate of the expected answer type (a sum of money for "how much did X pay", a year for "in
 what year", an explicit naming for "what was the name of"). Plain regular expressions and a

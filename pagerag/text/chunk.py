@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 from ..offline import get_encoding
 from ..records import Passage, SourceDoc
 from ..settings import ChunkSettings
-from .sentences import split_sentences
+from .sentences import split_sentences, trim_span
 
 WordpieceCounter = Callable[[list[str]], list[int]]
 _SPECIAL_PIECES = 2  # [CLS] and [SEP], counted once per passage, not per sentence
@@ -150,7 +150,7 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     while pos < end:
         newline = text.find("\n", pos, end)
         stop = end if newline == -1 else newline
-        if trimmed := _trim(text, pos, stop):
+        if trimmed := trim_span(text, pos, stop):
             spans.append(trimmed)
         pos = stop + 1
     return spans
@@ -168,17 +168,9 @@ def _token_spans(text: str, unit: _Unit, encoding, budget: _Budget) -> list[tupl
     cuts = [offsets[round(k * len(ids) / n_pieces)] for k in range(n_pieces)] + [len(piece_text)]
     spans = []
     for lo, hi in zip(cuts, cuts[1:]):
-        if trimmed := _trim(text, unit.start + lo, unit.start + hi):
+        if trimmed := trim_span(text, unit.start + lo, unit.start + hi):
             spans.append(trimmed)
     return spans
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
 
 
 # --------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def _sentences_in(text: str, start: int, end: int) -> list[tuple[int, int]]:
         spans.append((pos, match.end()))
         pos = match.end()
     spans.append((pos, end))
-    return [trimmed for s, e in spans if (trimmed := _trim(text, s, e))]
+    return [trimmed for s, e in spans if (trimmed := trim_span(text, s, e))]
 
 
 def _is_abbreviation(text: str, para_start: int, match: re.Match[str]) -> bool:
@@ -73,7 +73,8 @@ def _is_abbreviation(text: str, para_start: int, match: re.Match[str]) -> bool:
     return token.lower() in _ABBREVIATIONS
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
+def trim_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """[start, end) without whitespace at either end; None when nothing is left."""
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():

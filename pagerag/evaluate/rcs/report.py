@@ -66,13 +66,19 @@ def table2(results: Mapping[str, Mapping], methods: Sequence[str] = ("rcs", "mlp
     return t
 
 
-def table3(results: Mapping[str, Mapping]):
+def _per_dataset(title: str, first: str, results: Mapping[str, Mapping]):
+    """A rich table with a label column and one right-aligned column per data set."""
     from rich.table import Table
 
-    t = Table(title="Table 3: calibration on the test half (ECE: 10 equal-frequency bins)")
-    t.add_column("")
+    t = Table(title=title)
+    t.add_column(first)
     for name in results:
         t.add_column(name, justify="right")
+    return t
+
+
+def table3(results: Mapping[str, Mapping]):
+    t = _per_dataset("Table 3: calibration on the test half (ECE: 10 equal-frequency bins)", "", results)
     rows = [("RCS ECE", lambda r: r["ece"]["rcs"]),
             ("ECE of a perfectly calibrated score (sampling noise)", lambda r: r["ece_noise_floor"]),
             ("RCS-paper ECE", lambda r: r["ece"]["rcs-paper"]), ("MLP ECE", lambda r: r["ece"]["mlp"]),
@@ -85,12 +91,8 @@ def table3(results: Mapping[str, Mapping]):
 
 
 def table4(results: Mapping[str, Mapping]):
-    from rich.table import Table
-
-    t = Table(title="Table 4: leave-one-out ablation, ΔAUC-AC on the test half (negative = the feature helps)")
-    t.add_column("feature removed")
-    for name in results:
-        t.add_column(name, justify="right")
+    t = _per_dataset("Table 4: leave-one-out ablation, ΔAUC-AC on the test half (negative = the feature helps)",
+                     "feature removed", results)
     first = next(iter(results.values()))
     t.add_row("none (full model)", *[f"{r['ablation']['full']:.3f}" for r in results.values()])
     for feat in first["ablation"]["delta"]:

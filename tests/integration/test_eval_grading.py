@@ -10,7 +10,7 @@ from helpers.openai_server import LoopbackOpenAIServer
 
 from pagerag.errors import ConfigError
 from pagerag.evaluate.formats import QAItem
-from pagerag.evaluate.judge import make_judge
+from pagerag.evaluate.grading import make_judge
 from pagerag.evaluate.scoring import score_answer
 from pagerag.settings import LLMSettings
 
