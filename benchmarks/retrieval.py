@@ -168,7 +168,7 @@ def run_question(name: str, question: str, repo: Path, settings_of: dict, budget
 
 def warm_windows(repo: Path, settings, encode) -> float:
     """Embed every sentence window once (cached on disk), as a long-running service would have."""
-    from pagerag.retrieve.rerank import build_window_index
+    from pagerag.retrieve.windows import build_window_index
     from pagerag.retrieve.state import get_state
 
     t0 = time.perf_counter()
@@ -232,7 +232,7 @@ def print_recall(rows: list[dict]) -> None:
 
 def latency(data_dir: Path, work: Path, budget: int) -> dict:
     from pagerag.retrieve.api import get_encoder, retrieve
-    from pagerag.retrieve.rerank import build_window_index, window_index
+    from pagerag.retrieve.windows import build_window_index, window_index
     from pagerag.retrieve.state import get_state
     from pagerag.settings import load_settings
 
