@@ -29,8 +29,11 @@ from .locate import BookIndex
 from .records import CorpusExample
 
 # Creative Generation ("Imagine you are X; write a diary entry ...") has no missing detail that a
-# refusal could be about, so it gives answerable examples only.
+# refusal could be about, so it gives answerable examples only. A Contextual Summarize question
+# sums up several facts about several people: with one name swapped most of it stays answerable
+# (2 of 4 such swaps failed the hand check on training books), so it is masked, never swapped.
 NEGATIVE_TYPES = ("Fact Retrieval", "Complex Reasoning", "Contextual Summarize")
+SWAP_TYPES = ("Fact Retrieval", "Complex Reasoning")
 CORPUS_FILE = "book_corpus.jsonl"
 STATS_FILE = "stats.json"
 
@@ -57,6 +60,8 @@ def build_book(book: str, repo_path: Path, questions: list[dict], seed: int = 0,
         book_stats.add_negative("masked", masked)
         if isinstance(masked, CorpusExample):
             examples.append(masked)
+        if base.question_type not in SWAP_TYPES:
+            continue
         swapped = swapped_example(base, index, swapper)
         book_stats.add_negative("swapped", swapped)
         if isinstance(swapped, CorpusExample):
@@ -86,7 +91,7 @@ def masked_example(base: CorpusExample, locations: list[locate.Location], index:
                    names: mask.NameIndex) -> CorpusExample | str:
     """The masked negative of an answerable example, or why there is none."""
     words = [content_words(s) for s in base.evidence]
-    m = mask.mask_for(index, names, base.question, base.answer, locations)
+    m = mask.mask_for(index, names, base.question, base.answer, locations, words)
     why = mask.usable(locations, m)
     if why is not None:
         return why
@@ -169,7 +174,9 @@ def summarise(per_book: dict[str, dict]) -> dict:
 def rules() -> dict:
     return {"evidence_located": EVIDENCE_LOCATED, "max_window_sentences": locate.MAX_WINDOW,
             "answer_recall": locate.ANSWER_RECALL, "max_mask": mask.MAX_MASK, "ubiquitous_name": mask.UBIQUITOUS_NAME,
-            "swap_min_mentions": swap.MIN_MENTIONS, "swap_tries": swap.TRIES, "negative_types": list(NEGATIVE_TYPES)}
+            "near_coverage": mask.NEAR_COVERAGE, "near_min_words": mask.NEAR_MIN_WORDS,
+            "swap_min_mentions": swap.MIN_MENTIONS, "swap_tries": swap.TRIES, "negative_types": list(NEGATIVE_TYPES),
+            "swap_types": list(SWAP_TYPES)}
 
 
 def build_corpus(repos: Path, data_dir: Path, out: Path, books: list[str] | None = None, seed: int = 0,

@@ -87,6 +87,16 @@ class BookIndex:
         top = max(weighted.values())
         return Location([r for r in passing if weighted[r] >= top - _TIE], passing, best_cov)
 
+    def covering(self, words: frozenset[str], share: float) -> list[int]:
+        """Rows holding at least `share` of the content words (book order)."""
+        if not words:
+            return []
+        hits: Counter[int] = Counter()
+        for w in words:
+            hits.update(self.rows_with.get(w, ()))
+        need = share * len(words) - _TIE
+        return sorted(r for r, c in hits.items() if c >= need)
+
     def located_anywhere(self, words: frozenset[str], hidden: set[int]) -> list[int]:
         """Rows outside `hidden` that still locate the statement."""
         return [r for r in self.locate(words).passing if r not in hidden]

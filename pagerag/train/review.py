@@ -19,12 +19,17 @@ from pathlib import Path
 
 from ..evaluate.scoring import content_words, coverage
 from .corpus import read_corpus
-from .locate import answer_score
+from .locate import BookIndex, answer_is_stated, answer_score
+from .mask import question_names
 from .records import CorpusExample
 
 
-def sample(examples: list[CorpusExample], kind: str, split: str, n: int, seed: int) -> list[CorpusExample]:
-    pool = sorted((e for e in examples if e.kind == kind and e.split == split), key=lambda e: e.id)
+def sample(examples: list[CorpusExample], kind: str, split: str, n: int, seed: int,
+           skip: frozenset[str] = frozenset()) -> list[CorpusExample]:
+    """`n` examples of one kind and split, drawn with `seed` from those not in `skip` (by source
+    question id, so a fresh sample after a rule change never repeats a checked question)."""
+    pool = sorted((e for e in examples if e.kind == kind and e.split == split and e.source_id not in skip),
+                  key=lambda e: e.id)
     return random.Random(seed).sample(pool, min(n, len(pool)))
 
 
@@ -39,6 +44,7 @@ def review(ex: CorpusExample, repos: Path, settings, encode, show: int) -> str:
         lines.append(f"swap: {ex.swap.from_name} -> {ex.swap.to_name}")
     lines += [f"evidence[{i}]: {s}" for i, s in enumerate(ex.evidence)]
     lines.append(f"mask: {len(ex.mask_passage_ids)} passages")
+    lines += answer_elsewhere(ex, repos)
     for ev in r.evidence[:show]:
         ev_words = content_words(ev.text)
         cov = max((coverage(w, ev_words) for w in words), default=0.0)
@@ -46,6 +52,30 @@ def review(ex: CorpusExample, repos: Path, settings, encode, show: int) -> str:
         lines.append(f"  -- {ev.passage_id} cov={cov:.2f} answer={'yes' if holds else 'no'}")
         lines.append(textwrap.indent(textwrap.fill(" ".join(ev.text.split()), 110), "     "))
     return "\n".join(lines)
+
+
+def answer_elsewhere(ex: CorpusExample, repos: Path, limit: int = 3) -> list[str]:
+    """Unhidden passages that hold the gold answer and name something the question names."""
+    if not answer_is_stated(ex.answer):
+        return []
+    index = _index(repos / f"{ex.book}.rag")
+    hidden, names = set(ex.mask_passage_ids), question_names(ex.question)
+    words = content_words(ex.answer)
+    found = [p for p in index.passages if p.passage_id not in hidden and any(n in p.text for n in names)
+             and answer_score(ex.answer, words, p.text) is not None]
+    out = [f"answer+name in {len(found)} unhidden passages"]
+    for p in found[:limit]:
+        out.append(textwrap.indent(textwrap.fill(f"{p.passage_id}: " + " ".join(p.text.split()), 110), "     ~ "))
+    return out
+
+
+_INDEXES: dict = {}
+
+
+def _index(path: Path):
+    if path not in _INDEXES:
+        _INDEXES[path] = BookIndex.open(path)
+    return _INDEXES[path]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,13 +88,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--show", type=int, default=6)
     ap.add_argument("--pipeline", default="full")
+    ap.add_argument("--skip", default="", help="File of question ids already checked (one per line).")
     args = ap.parse_args(argv)
+    skip = frozenset(Path(args.skip).read_text().split()) if args.skip else frozenset()
     from ..retrieve.api import get_encoder
     from ..settings import load_settings
 
     settings = load_settings(pipeline=args.pipeline)
     encode = get_encoder(settings)
-    for i, ex in enumerate(sample(read_corpus(Path(args.corpus)), args.kind, args.split, args.n, args.seed), 1):
+    examples = read_corpus(Path(args.corpus))
+    for i, ex in enumerate(sample(examples, args.kind, args.split, args.n, args.seed, skip), 1):
         print(f"\n#{i}", review(ex, Path(args.repos), settings, encode, args.show), flush=True)
     return 0
 

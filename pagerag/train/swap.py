@@ -11,7 +11,10 @@ first one (by position in the question) whose name also occurs in an evidence st
 run of capitalised words naming it (titles and possessives handled) in the question and the
 statements is replaced by the new character's name. The new character has at least MIN_MENTIONS
 mentions, shares no name word with the old one, is not named anywhere in the question, its
-evidence or its answer, and has no title of the other sex (Mrs. for Mr.). The swap is kept only
+evidence or its answer, and has no title of the other sex (Mrs. for Mr.). No name of the old
+character may survive the replacement ("Tristram Shandy" is a title, not Shandy; "Cousin Cæsar
+Simon" is not "Cousin Cæsar" alone): such a question is left alone, since a half-swapped question
+is still answerable (3 of 20 swaps failed the hand check this way). The swap is kept only
 when, among the passages naming the new character,
   - none locates an altered evidence statement (>= 60% of its content words),
   - none locates the altered question's content words,
@@ -191,7 +194,8 @@ def names_run(tokens: list[str], words: frozenset[str]) -> bool:
 
 
 def still_named(text: str, words: frozenset[str]) -> bool:
-    """True when a run of `text` still names the character of `words`."""
+    """True when a run of `text` still names the character of `words` (see also the caller's
+    check that no name of it survives inside a longer run: "Cousin Cæsar Simon")."""
     return any(names_run(_split_run(m.group(0))[1], words) for m in _RUN.finditer(text))
 
 
@@ -228,15 +232,16 @@ class Swapper:
         for new in pool[:TRIES]:
             new_q = replace_character(question, old.words, new.name)
             new_ev = [replace_character(s, old.words, new.name) for s in evidence]
-            reason = self._unsupported(new, new_q, new_ev, answer, old)
+            reason = self.support_reason(new, new_q, new_ev, answer, old)
             if reason is None:
                 return Swap(surface, new.name, old.entity_id, new.entity_id), new_q, new_ev
         return reason
 
-    def _unsupported(self, new: Character, question: str, evidence: list[str], answer: str, old: Character) -> str | None:
+    def support_reason(self, new: Character, question: str, evidence: list[str], answer: str, old: Character) -> str | None:
         """None when the book does not support the altered question, else why it might."""
-        if any(still_named(t, old.words) for t in [question, *evidence]):
-            return "old name left"
+        if any(still_named(t, old.words) or any(occurrences(n, t) for n in old.surfaces)
+               for t in [question, *evidence]) or not occurrences(new.name, question):
+            return "incomplete swap"
         rows = self.rows_naming(new)
         for words in [content_words(s) for s in evidence] + [content_words(question)]:
             if any(located(words, self.index.words[r]) for r in rows):

@@ -18,6 +18,7 @@ from pagerag.retrieve.api import get_encoder, retrieve
 from pagerag.settings import load_settings
 from pagerag.train.corpus import build_book, build_corpus, read_corpus
 from pagerag.train.locate import BookIndex
+from pagerag.train.mask import NEAR_COVERAGE, NEAR_MIN_WORDS
 
 QUESTIONS = [
     {"id": "carol-wage", "source": "Novel-10146", "question_type": "Fact Retrieval",
@@ -97,6 +98,9 @@ def test_masking_hides_every_passage_that_locates_the_evidence(built):
             words = content_words(statement)
             locating = {r for r in range(len(index.passages)) if located(words, index.words[r])}
             assert locating and locating <= hidden
+            if len(words) >= NEAR_MIN_WORDS:  # near paraphrases (half the words) go too
+                assert {r for r in range(len(index.passages))
+                        if coverage(words, index.words[r]) >= NEAR_COVERAGE} <= hidden
         for ids in ex.evidence_passage_ids:  # overlapping neighbours go too
             for pid in ids:
                 assert set(index.overlapping(index.row_of[pid])) <= hidden

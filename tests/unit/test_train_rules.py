@@ -76,3 +76,49 @@ def test_main_character_is_the_first_named_in_question_and_evidence():
 def test_gender_comes_from_titles():
     assert gender(Character("a", "Mrs. Tarbox", ("Mrs. Tarbox",), 5)) == "f"
     assert gender(ACKER) == "m" and gender(PAUL) == ""
+
+
+# A tiny book (records built by hand, no repository) for the swapper's decisions.
+def tiny_book():
+    from pagerag.records import Entity, Graph, Passage
+    from pagerag.train.locate import BookIndex
+
+    texts = [
+        '"We ride at dawn," said Capt. Acker. Capt. Acker led the Pioneer Guards to Fort Snelling.',
+        '"The river is high," said Mr. Hay. Mr. Hay kept the ferry at Mendota for ten years.',
+        '"Enough," said Mr. Hay. Mr. Hay also commanded the Pioneer Guards at Fort Snelling.',
+        '"Wait," said Mr. Gray. Mr. Gray sold flour in the lower town.',
+        '"Come," said Mr. Gray. Mr. Gray sang in the choir.',
+        '"Look," said Capt. Acker. Capt. Acker drilled the company.',
+    ]
+    source = "\n\n".join(texts)
+    passages, pos = [], 0
+    for i, t in enumerate(texts):
+        start = source.index(t, pos)
+        passages.append(Passage(f"book:{i:05d}", "book", "book.txt", start, start + len(t), t, 30, i))
+        pos = start + len(t)
+    people = [("person:acker", "Capt. Acker", ["Capt. Acker", "Acker"]),
+              ("person:hay", "Mr. Hay", ["Mr. Hay", "Hay"]), ("person:gray", "Mr. Gray", ["Mr. Gray", "Gray"])]
+    graph = Graph(entities=[Entity(eid, name, "PERSON", aliases, mentions=6) for eid, name, aliases in people])
+    return BookIndex(passages, {"book": source}), graph
+
+
+def test_swapper_keeps_only_swaps_the_book_does_not_support():
+    from pagerag.train.swap import Swapper
+
+    index, graph = tiny_book()
+    swapper = Swapper(index, graph, seed=0)
+    assert {c.name for c in swapper.cast} == {"Capt. Acker", "Mr. Hay", "Mr. Gray"}
+    made = swapper.swap("q1", "Where did Capt. Acker lead the Pioneer Guards?",
+                        ["Capt. Acker led the Pioneer Guards to Fort Snelling."], "Fort Snelling")
+    # Mr. Hay also commanded the Guards at Fort Snelling (answer beside his name): only Mr. Gray is honest.
+    assert not isinstance(made, str)
+    swap, question, evidence = made
+    assert swap.to_name == "Mr. Gray" and question == "Where did Mr. Gray lead the Pioneer Guards?"
+    assert evidence == ["Mr. Gray led the Pioneer Guards to Fort Snelling."]
+    acker, hay = swapper.character("person:acker"), swapper.character("person:hay")
+    assert swapper.support_reason(hay, "Where did Mr. Hay lead the Pioneer Guards?",
+                                  ["Mr. Hay led the Pioneer Guards to Fort Snelling."], "Fort Snelling", acker) is not None
+    # A name of the old character left inside a longer run: not swapped at all.
+    half = swapper.swap("q2", "Why did Capt. Acker Smith's company drill?", ["Capt. Acker drilled the company."], "x")
+    assert half == "incomplete swap"
