@@ -57,13 +57,13 @@ def build_book(book: str, repo_path: Path, questions: list[dict], seed: int = 0,
         if base.question_type not in NEGATIVE_TYPES:
             continue
         masked = masked_example(base, locations, index, names)
-        book_stats.add_negative("masked", masked)
+        book_stats.add_negative("masked", masked, base.question_type)
         if isinstance(masked, CorpusExample):
             examples.append(masked)
         if base.question_type not in SWAP_TYPES:
             continue
         swapped = swapped_example(base, index, swapper)
-        book_stats.add_negative("swapped", swapped)
+        book_stats.add_negative("swapped", swapped, base.question_type)
         if isinstance(swapped, CorpusExample):
             examples.append(swapped)
     return examples, book_stats.to_dict()
@@ -143,11 +143,12 @@ class _BookStats:
         t["evidence_spans"] += len(ex.evidence_spans)
         t["evidence_spans_located"] += sum(s.score >= EVIDENCE_LOCATED for s in ex.evidence_spans)
 
-    def add_negative(self, kind: str, made: CorpusExample | str) -> None:
+    def add_negative(self, kind: str, made: CorpusExample | str, question_type: str) -> None:
         if isinstance(made, str):
             self.rejected[kind][made] += 1
             return
         self.counts[kind] += 1
+        self.by_type[question_type][kind] += 1
         if kind == "masked":
             self.mask_sizes.append(len(made.mask_passage_ids))
 
@@ -167,8 +168,13 @@ def summarise(per_book: dict[str, dict]) -> dict:
         splits[b["split"]].update({k: b[k] for k in ("answerable", "masked", "swapped")} | {"books": 1})
         for t, c in b["by_type"].items():
             types[b["split"]][t].update(c)
+    rejected: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+    for b in per_book.values():
+        for kind, reasons in b["rejected"].items():
+            rejected[b["split"]][kind].update(reasons)
     return {"splits": {s: dict(c) for s, c in sorted(splits.items())},
-            "by_type": {s: {t: dict(c) for t, c in sorted(v.items())} for s, v in sorted(types.items())}}
+            "by_type": {s: {t: dict(c) for t, c in sorted(v.items())} for s, v in sorted(types.items())},
+            "rejected": {s: {k: dict(sorted(c.items())) for k, c in sorted(v.items())} for s, v in sorted(rejected.items())}}
 
 
 def rules() -> dict:
@@ -246,12 +252,15 @@ def print_stats(stats: dict) -> None:
         print(f"| {book} | {b['split']} | {b['passages']} | {b['answerable']} | {located} | {b['masked']} | {b['swapped']} |")
     for split, c in stats["splits"].items():
         print(f"| ALL {split} ({c['books']} books) | {split} | | {c['answerable']} | | {c['masked']} | {c['swapped']} |")
-    print("\n| split | question type | questions | all evidence located | statements located | with answer sentence |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    print("\n| split | question type | questions | all evidence located | statements located | with answer sentence "
+          "| masked | swapped |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for split, types in stats["by_type"].items():
         for t, c in types.items():
             print(f"| {split} | {t} | {c['questions']} | {c['located_all'] / c['questions']:.2f} | "
-                  f"{c['statements_located'] / max(c['statements'], 1):.2f} | {c['with_answer_sentence'] / c['questions']:.2f} |")
+                  f"{c['statements_located'] / max(c['statements'], 1):.2f} | {c['with_answer_sentence'] / c['questions']:.2f} "
+                  f"| {c.get('masked', 0)} | {c.get('swapped', 0)} |")
+    print("\nno negative made, by reason:", json.dumps(stats["rejected"], sort_keys=True))
 
 
 if __name__ == "__main__":
