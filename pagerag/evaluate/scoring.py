@@ -13,6 +13,10 @@ evidence recall.
 - evidence recall: the share of gold quotes that are substrings of the cited evidence, runs of
   whitespace collapsed to one space; citations of one file that overlap or touch are joined
   first, so a quote spread over two cited sentences still counts.
+- paraphrased evidence (GraphRAG-Bench states its evidence in its own words): a statement is
+  located in a text when at least EVIDENCE_LOCATED of its content words (lower case, stop words
+  and words of <= 2 letters dropped, a crude suffix strip) occur in it. The retrieval benchmark
+  and the training corpus (pagerag.train) use this one rule.
 """
 from __future__ import annotations
 
@@ -172,6 +176,48 @@ def evidence_recall(gold_quotes: list[str], citations: list[dict[str, Any]]) -> 
     blocks = cited_text(citations)
     found = sum(any(q in block for block in blocks) for q in quotes)
     return found / len(quotes)
+
+
+# --------------------------------------------------------------------------------------------
+# Paraphrased evidence located in a text
+
+EVIDENCE_LOCATED = 0.6
+_EVIDENCE_STOP = frozenset("""a an the of to in on at by for with and or but is are was were be been being it its this
+that these those he she they him her them his their who whom whose which what when where why how as from into
+than then there here also not no so such do does did has have had can could would should will shall may
+might must about over under after before between during while one two very more most some any all each
+narrative narrator book story novel""".split())
+_EVIDENCE_WORD = re.compile(r"[a-z0-9]+")
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words a paraphrase must share with its source: lower case, no stop words, no words of
+    two letters or fewer, "-ing/-ed/-es/-s" stripped when four letters remain."""
+    words = _EVIDENCE_WORD.findall((text or "").lower().replace("\u2019", "'"))
+    return frozenset(_stem(w) for w in words if w not in _EVIDENCE_STOP and len(w) > 2)
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def coverage(statement_words: frozenset[str], text_words: frozenset[str]) -> float:
+    """Share of a statement's content words that occur in a text (0 for an empty statement)."""
+    return len(statement_words & text_words) / len(statement_words) if statement_words else 0.0
+
+
+def located(statement_words: frozenset[str], text_words: frozenset[str]) -> bool:
+    """The located rule on precomputed content words (see `statement_located`)."""
+    return bool(statement_words) and coverage(statement_words, text_words) >= EVIDENCE_LOCATED
+
+
+def statement_located(statement: str, spans: Iterable[str]) -> bool:
+    """True when one span holds at least EVIDENCE_LOCATED of the statement's content words."""
+    words = content_words(statement)
+    return any(located(words, content_words(span)) for span in spans)
 
 
 # --------------------------------------------------------------------------------------------

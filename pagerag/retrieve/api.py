@@ -68,18 +68,21 @@ def get_encoder(settings: Settings) -> Encode:
 
 
 def retrieve(question: str, repo: str | Path | RepoState, settings: Settings, budget: int | None = None,
-             escalate: bool = False, encode: Encode | None = None, llm=None) -> Retrieval:
+             escalate: bool = False, encode: Encode | None = None, llm=None,
+             exclude: set[str] | None = None) -> Retrieval:
     """Evidence for `question` from the repository at `repo` under `settings` (a pipeline preset).
 
     `budget` overrides retrieve.budget_tokens; `escalate` uses the widened route (all allowed
     operators, 1.5x budget) that the answer stage tries once when the RCS gate is unsure; `llm`
-    is the caller's LLM, used only by the LLM router (`retrieve.router = llm`).
+    is the caller's LLM, used only by the LLM router (`retrieve.router = llm`). `exclude` names
+    passages to hide: no operator ever returns them (the training corpus asks questions of a
+    repository whose evidence passages are masked this way).
     """
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0):
         raise InputError(f"the evidence budget must be a positive number of tokens, got {budget}")
     validate_question(question, settings.retrieve.max_question_chars)  # before any model is loaded
     with single_threaded_blas():
-        return _retrieve(question, repo, settings, budget, escalate, encode, llm)
+        return _retrieve(question, repo, settings, budget, escalate, encode, llm, exclude)
 
 
 @functools.lru_cache(maxsize=1)
@@ -96,10 +99,11 @@ def single_threaded_blas():
 
 
 def _retrieve(question: str, repo, settings: Settings, budget: int | None, escalate: bool,
-              encode: Encode | None, llm) -> Retrieval:
+              encode: Encode | None, llm, exclude: set[str] | None) -> Retrieval:
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     state = repo if isinstance(repo, RepoState) else get_state(repo)
+    hidden = excluded_rows(state, exclude)
     clock.lap("load")
     encode = encode or get_encoder(settings)
     clock.lap("model")
@@ -111,7 +115,7 @@ def _retrieve(question: str, repo, settings: Settings, budget: int | None, escal
     if escalate:
         plan = widen(plan, settings, analysis)
     clock.lap("plan")
-    query = operators.Query(analysis.question, qvec, analysis, state, plan, settings, encode)
+    query = operators.Query(analysis.question, qvec, analysis, state, plan, settings, encode, hidden)
     cfg = settings.retrieve
     dense = operators.dense_search(query, max(cfg.hop1_k, plan.top_k))
     lexical = operators.lexical_search(query, max(cfg.hop1_k, plan.top_k))
@@ -140,6 +144,16 @@ def _retrieve(question: str, repo, settings: Settings, budget: int | None, escal
     timings["total"] = round(sum(v for k, v in timings.items() if k not in ("load", "model")), 3)
     return Retrieval(question=analysis.question, analysis=analysis, plan=plan, evidence=evidence, hints=hints,
                      signals=signals, timings_ms=timings, pool_size=len(items), llm_cost=llm_cost)
+
+
+def excluded_rows(state: RepoState, exclude: set[str] | None) -> frozenset[int]:
+    """The repository rows of the passage ids to hide; an unknown id is an input error."""
+    if not exclude:
+        return frozenset()
+    unknown = sorted(p for p in exclude if p not in state.passage_index)
+    if unknown:
+        raise InputError(f"{state.path}: no passage {unknown[0]!r} to exclude ({len(unknown)} unknown passage id(s))")
+    return frozenset(state.passage_index[p] for p in exclude)
 
 
 class _Clock:

@@ -57,7 +57,7 @@ def neighbour(query: Query) -> OperatorResult:
         entity = view.entity(link.entity_id)
         hub = is_hub(view, link.entity_id)
         for pid in [] if hub else entity.passage_ids:
-            if pid in index:
+            if pid in index and index[pid] not in query.exclude:
                 _keep_max(structure, index[pid], 0.3 * link.score)
         adjacency = view.nx[link.entity_id] if link.entity_id in view.nx else {}
         for other, data in adjacency.items():
@@ -67,7 +67,7 @@ def neighbour(query: Query) -> OperatorResult:
             strength = link.score * edge_strength(info.weight) + (0.5 if other in linked else 0.0)
             for rid in info.relation_ids:
                 for pid in view.relation_by_id[rid].passage_ids:
-                    if pid in index:
+                    if pid in index and index[pid] not in query.exclude:
                         _keep_max(structure, index[pid], strength)
     rows = list(structure)
     sims = similarities(query, rows)

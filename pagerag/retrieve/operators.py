@@ -26,6 +26,9 @@ class Query:
     plan: Plan
     settings: Settings
     encode: Callable[[list[str]], np.ndarray]
+    # Passage rows hidden for this question (`retrieve(exclude=...)`): never candidates of any
+    # operator, as if they were not in the repository (training corpora mask evidence this way).
+    exclude: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -53,21 +56,46 @@ class DenseHits:
 def dense_search(query: Query, k: int) -> DenseHits:
     """Exact cosine nearest passages: in memory over the stored vectors, or a LanceDB query."""
     state = query.state
-    k = min(k, len(state.passages))
-    if k <= 0:
-        return DenseHits(np.zeros(0, np.int64), np.zeros(0, np.float64))
     if query.settings.retrieve.dense_search == "lancedb":
-        hits = state.repo.store.search("passages", query.vector, k)
+        k = min(k, len(state.passages))
+        if k <= 0:
+            return DenseHits(np.zeros(0, np.int64), np.zeros(0, np.float64))
+        hits = state.repo.store.search("passages", query.vector, k + len(query.exclude))
+        hits = [(r, s) for r, s in hits if r not in query.exclude][:k]
         return DenseHits(np.array([r for r, _ in hits], np.int64), np.array([s for _, s in hits], np.float64))
-    sims = state.vectors @ query.vector
+    rows, sims = top_similar(state.vectors @ query.vector, k, query.exclude)
+    return DenseHits(rows, sims.astype(np.float64))
+
+
+def top_similar(sims: np.ndarray, k: int, exclude: frozenset[int] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
+    """The k best rows of a similarity vector (best first, stable) and their scores, never an
+    excluded row."""
+    sims = hide(sims, exclude)
+    k = min(k, sims.size - len(exclude))
+    if k <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, sims.dtype)
     top = np.argpartition(-sims, k - 1)[:k] if k < sims.size else np.arange(sims.size)
-    top = top[np.argsort(-sims[top], kind="stable")]
-    return DenseHits(top.astype(np.int64), sims[top].astype(np.float64))
+    top = top[np.argsort(-sims[top], kind="stable")][:k]
+    return top.astype(np.int64), sims[top]
 
 
-def lexical_search(query: Query, k: int) -> tuple[np.ndarray, np.ndarray]:
-    rows, scores = query.state.bm25.search(query.question, k)
-    return np.asarray(rows, np.int64), np.asarray(scores, np.float64)
+def hide(sims: np.ndarray, exclude: frozenset[int]) -> np.ndarray:
+    """`sims` with the excluded rows at -inf (a copy when anything is excluded)."""
+    if not exclude:
+        return sims
+    sims = sims.astype(np.float64)
+    sims[np.fromiter(exclude, np.int64, len(exclude))] = -np.inf
+    return sims
+
+
+def lexical_search(query: Query, k: int, text: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """BM25 top-k of the question (or of `text`), never an excluded row."""
+    rows, scores = query.state.bm25.search(query.question if text is None else text, k + len(query.exclude))
+    rows, scores = np.asarray(rows, np.int64), np.asarray(scores, np.float64)
+    if query.exclude:
+        keep = np.fromiter((int(r) not in query.exclude for r in rows), bool, len(rows))
+        rows, scores = rows[keep], scores[keep]
+    return rows[:k], scores[:k]
 
 
 def rrf(rankings: list[tuple[list[int], float]], k: int) -> dict[int, float]:
@@ -93,9 +121,9 @@ def text_floor(query: Query, dense: DenseHits, lexical: tuple[np.ndarray, np.nda
     whole = rrf([([int(r) for r in dense.rows[:top_k]], 1.0), ([int(r) for r in bm25_rows[:top_k]], 1.0)], k)
     ranked_lists = [sorted(whole, key=lambda r: -whole[r])]
     for text, vector in parts:
-        sims = query.state.vectors @ vector
-        part_dense = [int(r) for r in np.argsort(-sims, kind="stable")[: min(top_k, sims.size)]]
-        part_bm25 = [int(r) for r in query.state.bm25.search(text, top_k)[0]]
+        sims = hide(query.state.vectors @ vector, query.exclude)
+        part_dense = [int(r) for r in np.argsort(-sims, kind="stable")[: min(top_k, sims.size - len(query.exclude))]]
+        part_bm25 = [int(r) for r in lexical_search(query, top_k, text)[0]]
         fused = rrf([(part_dense, 1.0), (part_bm25, 1.0)], k)
         ranked_lists.append(sorted(fused, key=lambda r: -fused[r]))
     order = _interleave(ranked_lists)[: top_k * len(ranked_lists)] if parts else ranked_lists[0]
@@ -132,7 +160,7 @@ def similarities(query: Query, rows: list[int]) -> np.ndarray:
 def best_rows(query: Query, passage_ids: list[str], n: int) -> list[tuple[int, float]]:
     """The `n` passages of `passage_ids` most similar to the question: [(row, cosine)]."""
     index = query.state.passage_index
-    rows = sorted({index[p] for p in passage_ids if p in index})
+    rows = sorted({index[p] for p in passage_ids if p in index} - query.exclude)
     if not rows:
         return []
     sims = similarities(query, rows)

@@ -1,0 +1,164 @@
+"""The book training corpus on a real repository (the Christmas Carol excerpt), with questions
+written here in GraphRAG-Bench's style (paraphrased evidence): located evidence lines up with the
+passages, sentence labels lie inside them and hold the evidence, masking hides every passage that
+still locates the evidence, `retrieve(exclude=...)` never returns a hidden passage, and the
+builder writes the same bytes twice."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pagerag.errors import InputError
+from pagerag.evaluate.scoring import content_words, coverage, located
+from pagerag.retrieve.api import get_encoder, retrieve
+from pagerag.settings import load_settings
+from pagerag.train.corpus import build_book, build_corpus, read_corpus
+from pagerag.train.locate import BookIndex
+from pagerag.train.mask import NEAR_COVERAGE, NEAR_MIN_WORDS
+
+QUESTIONS = [
+    {"id": "carol-wage", "source": "Novel-10146", "question_type": "Fact Retrieval",
+     "question": "How much does Scrooge say his clerk is paid each week?", "answer": "Fifteen shillings",
+     "evidence": ["Scrooge's clerk has fifteen shillings a week, a wife and a family."]},
+    {"id": "carol-crown", "source": "Novel-10146", "question_type": "Fact Retrieval",
+     "question": "What sum does Scrooge say he could stop from his clerk for the day off at Christmas?",
+     "answer": "half-a-crown",
+     "evidence": ["Scrooge says that if he stopped half-a-crown for the day, his clerk would think himself ill used."]},
+    {"id": "carol-marley", "source": "Novel-10146", "question_type": "Complex Reasoning",
+     "question": "Who was Scrooge's partner, and how long had he been dead?", "answer": "Marley, dead seven years",
+     "evidence": ["Marley was Scrooge's partner.", "Marley had been dead seven years."]},
+    {"id": "carol-unlocatable", "source": "Novel-10146", "question_type": "Fact Retrieval",
+     "question": "What colour was Scrooge's umbrella?", "answer": "green",
+     "evidence": ["Scrooge carried a green silk umbrella to the opera in Vienna."]},
+    {"id": "carol-diary", "source": "Novel-10146", "question_type": "Creative Generation",
+     "question": "Imagine you are the clerk. Write a diary entry about Christmas Eve.", "answer": "Dear diary ...",
+     "evidence": ["The clerk has fifteen shillings a week."]},
+]
+
+
+@pytest.fixture(scope="module")
+def built(carol_repo):
+    examples, stats = build_book("carol", carol_repo, QUESTIONS, seed=0, split="train")
+    return {e.id: e for e in examples}, stats, BookIndex.open(carol_repo)
+
+
+def test_every_question_gives_one_answerable_example(built):
+    by_id, stats, _ = built
+    answerable = [e for e in by_id.values() if e.kind == "answerable"]
+    assert [e.id for e in answerable] == [q["id"] for q in QUESTIONS]
+    assert stats["answerable"] == len(QUESTIONS) and stats["masked"] == sum(e.kind == "masked" for e in by_id.values())
+    assert by_id["carol-wage"].located and by_id["carol-crown"].located and by_id["carol-marley"].located
+    assert not by_id["carol-unlocatable"].located  # nothing of Vienna or opera in the book
+
+
+def test_located_evidence_lines_up_with_passage_text(built):
+    by_id, _, index = built
+    for ex in (e for e in by_id.values() if e.kind == "answerable"):
+        for statement, ids, cov in zip(ex.evidence, ex.evidence_passage_ids, ex.evidence_coverage):
+            for pid in ids:
+                p = index.passages[index.row_of[pid]]
+                assert index.sources[p.doc_id][p.start:p.end] == p.text
+                assert located(content_words(statement), content_words(p.text))
+                assert coverage(content_words(statement), content_words(p.text)) <= cov + 1e-9
+    wage = by_id["carol-wage"]
+    assert all("fifteen shillings" in index.passages[index.row_of[p]].text for p in wage.evidence_passage_ids[0])
+
+
+def test_sentence_labels_lie_inside_their_passages_and_hold_the_evidence(built):
+    by_id, _, index = built
+    for ex in (by_id["carol-wage"], by_id["carol-crown"], by_id["carol-marley"]):
+        assert ex.evidence_spans and {s.statement for s in ex.evidence_spans} == set(range(len(ex.evidence)))
+        for span in ex.evidence_spans + ex.answer_spans:
+            p = index.passages[index.row_of[span.passage_id]]
+            assert p.doc_id == span.doc_id and p.start <= span.start < span.end <= p.end
+        for i, statement in enumerate(ex.evidence):
+            by_passage: dict[str, set[str]] = {}
+            for s in ex.evidence_spans:
+                if s.statement == i:
+                    by_passage.setdefault(s.passage_id, set()).update(content_words(index.sources[s.doc_id][s.start:s.end]))
+            assert all(located(content_words(statement), frozenset(w)) for w in by_passage.values())
+    wage_answer = [index.sources[s.doc_id][s.start:s.end] for s in by_id["carol-wage"].answer_spans]
+    assert wage_answer and all("fifteen shillings" in s for s in wage_answer)
+    crown_answer = [index.sources[s.doc_id][s.start:s.end] for s in by_id["carol-crown"].answer_spans]
+    assert crown_answer and all("half-a-crown" in s for s in crown_answer)
+
+
+def test_masking_hides_every_passage_that_locates_the_evidence(built):
+    by_id, stats, index = built
+    masked = [e for e in by_id.values() if e.kind == "masked"]
+    assert {e.source_id for e in masked} >= {"carol-wage", "carol-crown"}
+    for ex in masked:
+        hidden = {index.row_of[p] for p in ex.mask_passage_ids}
+        assert ex.mask_passage_ids and not ex.answerable
+        for statement in ex.evidence:
+            words = content_words(statement)
+            locating = {r for r in range(len(index.passages)) if located(words, index.words[r])}
+            assert locating and locating <= hidden
+            if len(words) >= NEAR_MIN_WORDS:  # near paraphrases (half the words) go too
+                assert {r for r in range(len(index.passages))
+                        if coverage(words, index.words[r]) >= NEAR_COVERAGE} <= hidden
+        for ids in ex.evidence_passage_ids:  # overlapping neighbours go too
+            for pid in ids:
+                assert set(index.overlapping(index.row_of[pid])) <= hidden
+    # No masked example where the evidence was not located, nor for a creative-writing prompt.
+    assert "carol-unlocatable:masked" not in by_id and "carol-diary:masked" not in by_id
+    assert stats["rejected"]["masked"].get("evidence not located", 0) >= 1
+
+
+def test_swapped_examples_name_another_character_the_book_never_ties_to_the_evidence(built):
+    by_id, _, index = built
+    for ex in (e for e in by_id.values() if e.kind == "swapped"):
+        assert ex.swap and ex.swap.to_name in ex.question and ex.swap.from_name not in ex.question
+        assert not any(ex.evidence_passage_ids) and not ex.mask_passage_ids
+
+
+def test_exclude_hides_passages_from_every_operator(built, carol_repo):
+    by_id, _, index = built
+    settings = load_settings(environ={})
+    encode = get_encoder(settings)
+    question = "How is Scrooge related to his nephew Fred?"
+    first = retrieve(question, carol_repo, settings, encode=encode)
+    hidden = {e.passage_id for e in first.evidence[:4]}
+    again = retrieve(question, carol_repo, settings, encode=encode, exclude=hidden)
+    assert again.evidence
+    seen = {e.passage_id for e in again.evidence} | set(again.signals.hop1_ids) | set(again.signals.bm25_ids) \
+        | set(again.signals.hop2_ids) | {p for h in again.hints for p in h.passage_ids}
+    assert not seen & hidden
+    # Hide all but five passages: whatever the route, evidence comes only from those five.
+    allowed = {p.passage_id for p in index.passages[10:15]}
+    narrow = retrieve(question, carol_repo, settings, encode=encode,
+                      exclude={p.passage_id for p in index.passages} - allowed)
+    assert narrow.evidence and {e.passage_id for e in narrow.evidence} <= allowed
+    # A masked corpus example: retrieval with its mask never sees its evidence passages.
+    wage = by_id["carol-wage:masked"]
+    r = retrieve(wage.question, carol_repo, settings, encode=encode, exclude=set(wage.mask_passage_ids))
+    assert not {e.passage_id for e in r.evidence} & set(wage.mask_passage_ids)
+    assert not any("fifteen shillings" in e.text for e in r.evidence)
+    with pytest.raises(InputError, match="no passage"):
+        retrieve(question, carol_repo, settings, encode=encode, exclude={"carol:99999"})
+
+
+def test_builder_is_deterministic_and_reads_its_data_dir(carol_repo, tmp_path):
+    data = tmp_path / "data" / "graphrag-bench-novel"
+    data.mkdir(parents=True)
+    (data / "questions.json").write_text(json.dumps(QUESTIONS), encoding="utf-8")
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    (repos / "Novel-10146.rag").symlink_to(carol_repo, target_is_directory=True)
+    stats = build_corpus(repos, tmp_path / "data", tmp_path / "a", log=lambda m: None)
+    assert stats["splits"]["train"]["answerable"] == len(QUESTIONS)
+    done = subprocess.run([sys.executable, "-m", "pagerag.train.corpus", "--repos", str(repos), "--out",
+                           str(tmp_path / "b"), "--data", str(tmp_path / "data")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for name in ("book_corpus.jsonl", "stats.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    examples = read_corpus(tmp_path / "a" / "book_corpus.jsonl")
+    assert [e.to_dict() for e in examples] == [json.loads(l) for l in (tmp_path / "a" / "book_corpus.jsonl").open()]
+    assert {e.split for e in examples} == {"train"} and {e.book for e in examples} == {"Novel-10146"}
+    bad = subprocess.run([sys.executable, "-m", "pagerag.train.corpus", "--repos", str(tmp_path / "none"), "--out",
+                          str(tmp_path / "c"), "--data", str(tmp_path / "data")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
