@@ -68,6 +68,12 @@ class PageRAG:
             self._llm_loaded = True
         return self._llm
 
+    def close(self) -> None:
+        """Forget this repository version's cached state (a server retiring an old version)."""
+        from .retrieve.state import forget_state
+
+        forget_state(self.state.path)
+
     def retrieve(self, question: str):
         """The evidence for `question` (a pagerag.retrieve.records.Retrieval), without deciding."""
         from .retrieve.api import retrieve

@@ -101,13 +101,16 @@ class WindowIndex:
         return [r for r in rows if r in self.vectors]
 
     def save(self) -> None:
-        rows = sorted(self.vectors)
+        # Under the lock: a server's other questions add windows while this one writes them, and
+        # iterating a dict that grows raises. The temporary file is per thread for the same reason.
+        with self._lock:
+            rows = sorted(self.vectors)
+            counts = np.array([len(self.spans[r]) for r in rows], np.int64)
+            spans = np.array([s for r in rows for s in self.spans[r]], np.int64).reshape(-1, 2)
+            vectors = np.concatenate([self.vectors[r] for r in rows]) if rows else np.zeros((0, 384), np.float32)
         path = self.path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        counts = np.array([len(self.spans[r]) for r in rows], np.int64)
-        spans = np.array([s for r in rows for s in self.spans[r]], np.int64).reshape(-1, 2)
-        vectors = np.concatenate([self.vectors[r] for r in rows]) if rows else np.zeros((0, 384), np.float32)
-        tmp = path.with_name(path.name + ".tmp.npz")
+        tmp = path.with_name(f"{path.name}.tmp{threading.get_ident()}.npz")
         np.savez(tmp, rows=np.array(rows, np.int64), counts=counts, spans=spans, vectors=vectors)
         tmp.replace(path)
 
