@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import queue
 import re
 import subprocess
@@ -54,6 +53,7 @@ class Job:
     error: str | None = None
     version: str | None = None
     stats: dict[str, Any] | None = None
+    resumed: list[str] | None = None  # stages taken from the build cache
     progress: float = 0.0  # overall, 0..1
     stage: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -74,7 +74,7 @@ class Job:
         return {"id": self.id, "repo": self.repo, "status": self.status, "kind": self.kind,
                 "sources": [Path(s).name for s in self.sources], "stage": self.stage,
                 "progress": round(self.progress, 4), "error": self.error, "version": self.version,
-                "stats": self.stats, "created": self.created, "started": self.started, "finished": self.finished,
+                "stats": self.stats, "resumed": self.resumed, "created": self.created, "started": self.started, "finished": self.finished,
                 "events_url": f"/v1/builds/{self.id}/events"}
 
 
@@ -126,12 +126,12 @@ class BuildManager:
         event = self._build(job)
         if event.get("event") != "done":
             return self._fail(job, event.get("message") or "the build process ended without a result")
-        job.stats = event.get("stats")
+        job.stats, job.resumed = event.get("stats"), event.get("resumed")
         job.set_status("loading")  # pin, open and warm the new version, then swap it in
         version = self.server.registry.add(job.repo, job.target)
         job.version = version.version
         job.progress, job.finished = 1.0, time.time()
-        job.set_status("done", version=version.version, stats=job.stats)
+        job.set_status("done", version=version.version, stats=job.stats, resumed=job.resumed)
 
     def _build(self, job: Job) -> dict[str, Any]:
         """Run the worker process; relay its progress; return its last event."""

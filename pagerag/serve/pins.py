@@ -72,7 +72,6 @@ def pin(source: Path) -> tuple[Path, str]:
         finally:
             os.close(fd)
         if pinned is not None:
-            _register_user(root, pinned[1])
             return pinned
     raise RepositoryError(f"{source}: the repository kept changing while it was being opened; try again")
 
@@ -84,6 +83,7 @@ def _pin_from(fd: int, source: Path, root: Path) -> tuple[Path, str] | None:
     except FileNotFoundError:
         return None
     target = root / version
+    _register_user(root, version)  # before the copy exists: another process's prune keeps it
     if target.is_dir():
         return target, version  # another process (or an earlier run) pinned this version
     tmp = root / f"{version}.tmp-{os.getpid()}"
@@ -92,9 +92,11 @@ def _pin_from(fd: int, source: Path, root: Path) -> tuple[Path, str] | None:
         _link_tree(fd, tmp)
     except FileNotFoundError:  # the directory was being deleted under us: a new version is in place
         shutil.rmtree(tmp, ignore_errors=True)
+        _unregister_user(root, version)
         return None
     if os.fstat(fd).st_ino != _inode(source):
         shutil.rmtree(tmp, ignore_errors=True)
+        _unregister_user(root, version)
         return None
     try:
         os.rename(tmp, target)
@@ -160,6 +162,10 @@ def _register_user(root: Path, version: str) -> None:
     users = _users(root, version)
     users.mkdir(exist_ok=True)
     (users / str(os.getpid())).touch()
+
+
+def _unregister_user(root: Path, version: str) -> None:
+    (_users(root, version) / str(os.getpid())).unlink(missing_ok=True)
 
 
 def release(pinned: Path) -> None:

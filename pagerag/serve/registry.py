@@ -107,8 +107,17 @@ class Registry:
         """Serve the repository at `source` under `name` (or swap in its new version)."""
         source = Path(source).resolve()
         with self._lock:
+            served = self._served.get(name)
+            if served is not None:
+                served.reloading = True  # no background reload of the same version meanwhile
+        try:
+            version = self._open(name, source)  # a new name is listed only once it opens
+        finally:
+            if served is not None:
+                served.reloading = False
+        with self._lock:
             served = self._served.setdefault(name, Served(name, source))
-        return self._swap_in(served, self._open(name, source))
+        return self._swap_in(served, version)
 
     def _open(self, name: str, source: Path) -> Version:
         from ..repository import Repository
@@ -146,6 +155,7 @@ class Registry:
                 old.retired = True
         if release:
             old.close()
+        pins.prune(served.source, keep=version.version)  # copies left by servers that died
         log.info("serving %s version %s from %s", served.name, version.version, version.path)
         return version
 
@@ -196,8 +206,7 @@ class Registry:
 
     def reload(self, name: str) -> Version:
         """Open the version now published for `name` and swap it in (blocking)."""
-        served = self.resolve(name)
-        return self._swap_in(served, self._open(name, served.source))
+        return self.add(name, self.resolve(name).source)
 
     # ---- rebuilds made by someone else -------------------------------------------------------
 

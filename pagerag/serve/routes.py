@@ -79,8 +79,13 @@ async def passage(request: Request, response: Response, repo: str, passage_id: s
                   context: int = Query(CONTEXT_CHARS, ge=0, le=5000, description="Characters shown on each side.")) -> dict:
     import anyio
 
-    version = _server(request).registry.current(repo)
-    found = await anyio.to_thread.run_sync(_passage_in_context, version, passage_id, start, end, context)
+    registry = _server(request).registry
+
+    def in_thread():
+        with registry.use(repo) as version:  # held, so a swap cannot delete its files meanwhile
+            return version, _passage_in_context(version, passage_id, start, end, context)
+
+    version, found = await anyio.to_thread.run_sync(in_thread)
     _stamp(response, version)
     return found
 

@@ -3,17 +3,10 @@ of the session's Christmas Carol repository (extractive backend, so no LLM is ne
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from serving import ServerProcess  # noqa: E402
-
-ANSWERABLE = "How much does Scrooge say his clerk earns per week?"
-UNANSWERABLE = "What is Fred's surname?"
+from serving import ServerProcess
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,8 @@ import sys
 import threading
 import time
 
+ANSWERABLE = "How much does Scrooge say his clerk earns per week?"  # in the test excerpt
+UNANSWERABLE = "What is Fred's surname?"  # the book never says: refused, insufficient_evidence
 STARTUP_S = 240.0  # a loaded 2-core machine needs long to import torch and load a repository
 
 

@@ -7,7 +7,7 @@ import re
 
 import openai
 import pytest
-from conftest import ANSWERABLE, UNANSWERABLE
+from serving import ANSWERABLE, UNANSWERABLE
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,7 @@ import sys
 
 import httpx
 import pytest
-from conftest import ANSWERABLE
-from serving import ThreadServer
+from serving import ANSWERABLE, ThreadServer
 
 KEY = "test-key-0123456789"
 

@@ -114,6 +114,7 @@ async function openPassage(c) {
   const repo = encodeURIComponent(state.repo || $("repo").value);
   const url = `/v1/repos/${repo}/passages/${encodeURIComponent(c.passage_id)}?start=${c.start}&end=${c.end}`;
   $("passage").hidden = false;
+  document.body.classList.add("with-passage");
   $("passage-title").textContent = `[${c.n}] ${fileName(c.file)}, line ${c.line}`;
   $("passage-text").textContent = "Loading…";
   try {
@@ -221,7 +222,7 @@ function drawGraph(a) {
   for (const n of nodes) {
     const g = make("g", { class: "node" });
     g.append(make("circle", { cx: n.x, cy: n.y, r: 8, class: n.linked ? "linked" : "" }));
-    const label = make("text", { x: n.x + 11, y: n.y + 4 });
+    const label = make("text", { x: n.x, y: n.y + 24, "text-anchor": "middle" });
     label.textContent = shorten(n.name, 30);
     g.append(label);
     svg.append(g);
@@ -250,8 +251,8 @@ function layout(nodes, edges, width, height) {
       e.target.fx -= (dx / d) * pull; e.target.fy -= (dy / d) * pull;
     }
     for (const n of nodes) {
-      n.x = Math.min(width - 90, Math.max(20, n.x + Math.max(-10, Math.min(10, n.fx))));
-      n.y = Math.min(height - 15, Math.max(15, n.y + Math.max(-10, Math.min(10, n.fy))));
+      n.x = Math.min(width - 60, Math.max(60, n.x + Math.max(-10, Math.min(10, n.fx))));
+      n.y = Math.min(height - 30, Math.max(15, n.y + Math.max(-10, Math.min(10, n.fy))));
     }
   }
 }
@@ -320,7 +321,7 @@ function onBuildEvent(ev) {
 
 $("ask-form").addEventListener("submit", ask);
 $("build-form").addEventListener("submit", startBuild);
-$("passage-close").addEventListener("click", () => { $("passage").hidden = true; });
+$("passage-close").addEventListener("click", () => { $("passage").hidden = true; document.body.classList.remove("with-passage"); });
 $("savekey").addEventListener("click", () => { sessionStorage.setItem("pagerag-key", $("apikey").value); $("keybox").hidden = true; loadRepos(); });
 fetch("/v1/health", { headers: headers() }).then((r) => { if (r.status === 401) $("keybox").hidden = false; });
 loadRepos();
