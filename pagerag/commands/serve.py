@@ -40,6 +40,7 @@ def serve(
     cfg = _config(repo, pipeline, llm, config, set_, host=host, port=port, api_key=api_key or None,
                   build_root=build_root, repos_dir=repos_dir, allow_builds=not no_builds, workers=workers,
                   max_upload_bytes=int(max_upload_mb * MB))
+    _check_repos(cfg)
     _prepare_process()
     typer.echo(f"pagerag serve: loading {', '.join(cfg.repos)} …", err=True)
     registry = Registry(cfg).start()
@@ -60,6 +61,7 @@ def mcp(
 ):
     """Serve repositories as MCP tools (ask, retrieve, repos) over stdio, for agents."""
     cfg = _config(repo, pipeline, llm, config, set_)
+    _check_repos(cfg)
     _prepare_process()
     from ..serve.mcp_server import run
 
@@ -71,6 +73,14 @@ def _config(repo, pipeline, llm, config, sets, **more):
 
     return ServeConfig(repos=parse_repos(list(repo)), pipeline=pipeline, llm=llm, config_file=config,
                        sets=list(sets or []), **more).check()
+
+
+def _check_repos(cfg) -> None:
+    """A missing, foreign or newer-format repository: its one-line error before anything loads."""
+    from ..repository import Repository
+
+    for path in cfg.repos.values():
+        Repository.open(path)
 
 
 def _prepare_process() -> None:

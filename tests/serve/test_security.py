@@ -35,6 +35,9 @@ def test_binding_beyond_loopback_without_a_key_is_refused(carol_repo):
     short = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo), "--host", "0.0.0.0",
                             "--api-key", "short"], capture_output=True, text=True, timeout=120, env=env)
     assert short.returncode == 2 and "too short" in short.stderr
+    missing = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo.parent / "none.rag")],
+                             capture_output=True, text=True, timeout=120, env=env)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no repository here" in missing.stderr
 
 
 def test_dns_rebinding_and_cross_site_requests_are_refused(served):
