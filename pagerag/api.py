@@ -53,6 +53,12 @@ class PageRAG:
             self._llm_loaded = True
         return self._llm
 
+    def close(self) -> None:
+        """Forget this repository version's cached state (a server retiring an old version)."""
+        from .retrieve.state import forget_state
+
+        forget_state(self.state.path)
+
     def retrieve(self, question: str, budget: int | None = None):
         """The evidence for `question` (a pagerag.records.Retrieval), without deciding. The LLM is
         loaded only when the pipeline routes with it (`retrieve.router = llm`)."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import __version__
 from .errors import ConfigError
-from .progress import StageProgress
+from .progress import ProgressListener, StageProgress
 from .records import Graph, Passage, SourceDoc
 from .settings import Settings
 
@@ -89,9 +89,11 @@ def cache_dir_for(repo: Path) -> Path:
 
 
 def build_repository(
-    paths: list[str | Path], repo: str | Path, settings: Settings, show_progress: bool = True
+    paths: list[str | Path], repo: str | Path, settings: Settings, show_progress: bool = True,
+    on_progress: ProgressListener | None = None,
 ) -> BuildReport:
-    """Build a repository from `paths` and publish it atomically at `repo`."""
+    """Build a repository from `paths` and publish it atomically at `repo`. `on_progress(stage,
+    completed, total)` watches the stages (with or without the progress bars)."""
     from .repository import check_target, clean_stale_staging, publish, staging_dir, validate_repository
     from .text.load import load_sources
 
@@ -107,7 +109,7 @@ def build_repository(
     # so an error is the only line the user sees.
     docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths], settings.chunk))
     try:
-        with StageProgress(show_progress) as progress:
+        with StageProgress(show_progress, listener=on_progress) as progress:
             passages, vectors, bm25, graph_stage = _run_stages(docs, settings, cache, progress, timings, llm)
             t0 = time.perf_counter()
             with progress.stage("publish", 3) as advance:

@@ -155,6 +155,7 @@ def _register_commands() -> None:
     from .commands.eval import eval_command
     from .commands.rcs import calibrate, rcs_eval
     from .commands.retrieve import retrieve
+    from .commands.serve import mcp, serve
 
     app.command()(retrieve)
     app.command()(ask)
@@ -163,6 +164,8 @@ def _register_commands() -> None:
     app.command()(calibrate)
     app.command()(doctor)
     app.add_typer(corpus_app, name="corpus")
+    app.command()(serve)
+    app.command()(mcp)
 
 
 _register_commands()

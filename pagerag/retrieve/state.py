@@ -294,3 +294,11 @@ def get_state(path: str | Path) -> RepoState:
                 del _STATES[old]  # a rebuilt repository replaces its old state
             state = _STATES[key] = RepoState(resolved, manifest)
         return state
+
+
+def forget_state(path: str | Path) -> None:
+    """Drop the cached state of the repository at `path` (its memory goes with the last user)."""
+    resolved = str(Path(path).resolve())
+    with _STATES_LOCK:
+        for key in [k for k in _STATES if k[0] == resolved]:
+            del _STATES[key]

@@ -80,16 +80,19 @@ class WindowIndex:
         return [r for r in rows if r in self.vectors]
 
     def save(self) -> None:
-        rows = sorted(r for r in self.vectors if r in self._windows or r in self._stored_spans)
-        spans_of = {r: ([(w.start, w.end) for w in self._windows[r]] if r in self._windows else self._stored_spans[r])
-                    for r in rows}
+        # Under the lock: a server's other questions add windows while this one writes them, and
+        # iterating a dict that grows raises. The temporary file is per thread for the same reason.
+        with self._lock:
+            rows = sorted(r for r in self.vectors if r in self._windows or r in self._stored_spans)
+            spans_of = {r: ([(w.start, w.end) for w in self._windows[r]] if r in self._windows
+                            else self._stored_spans[r]) for r in rows}
+            counts = np.array([len(spans_of[r]) for r in rows], np.int64)
+            spans = np.array([s for r in rows for s in spans_of[r]], np.int64).reshape(-1, 2)
+            dim = next(iter(self.vectors.values())).shape[1] if self.vectors else 0
+            vectors = np.concatenate([self.vectors[r] for r in rows]) if rows else np.zeros((0, dim), np.float32)
         path = self.path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        counts = np.array([len(spans_of[r]) for r in rows], np.int64)
-        spans = np.array([s for r in rows for s in spans_of[r]], np.int64).reshape(-1, 2)
-        dim = next(iter(self.vectors.values())).shape[1] if self.vectors else 0
-        vectors = np.concatenate([self.vectors[r] for r in rows]) if rows else np.zeros((0, dim), np.float32)
-        tmp = path.with_name(path.name + ".tmp.npz")
+        tmp = path.with_name(f"{path.name}.tmp{threading.get_ident()}.npz")
         np.savez(tmp, rows=np.array(rows, np.int64), counts=counts, spans=spans, vectors=vectors)
         tmp.replace(path)
 

@@ -1,0 +1,169 @@
+"""OpenAI-compatible endpoints: `GET /v1/models` (one model per repository) and
+`POST /v1/chat/completions`.
+
+The last user message is the question. The reply is the answer with its citations as numbered
+footnotes (file, line, quote), or — for a refusal — an ordinary assistant message that says why.
+The answer is verified (citations checked, evidence judged) before anything is sent, so a
+streamed reply is the verified answer sent in pieces, never unchecked text.
+
+`usage` counts the LLM tokens the answer cost when an LLM ran; with the extractive backend (no
+LLM) it counts the question and the reply (cl100k), so it is never empty. The extra field
+`pagerag` carries the decision, the refusal reason, the citations and the repository version.
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ApiError
+
+router = APIRouter(tags=["OpenAI-compatible"])
+QUOTE_CHARS = 300  # a footnote quotes at most this much of its passage
+CHUNK_CHARS = 48  # a streamed reply is sent in pieces of about this size
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: Union[str, list[dict[str, Any]], None] = None
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")  # temperature, top_p, user …: accepted, not used
+
+    model: str = Field(..., description="A repository name (see GET /v1/models).")
+    messages: list[ChatMessage] = Field(..., min_length=1)
+    stream: bool = False
+    stream_options: Optional[StreamOptions] = None
+    pipeline: Optional[str] = Field(None, description="Extension: pipeline preset.")
+    llm: Optional[Literal["auto", "openai", "llamacpp", "extractive"]] = Field(None, description="Extension: LLM backend.")
+
+
+@router.get("/v1/models", summary="One model per served repository")
+async def models(request: Request) -> dict:
+    registry = request.app.state.server.registry
+    data = []
+    for name in registry.names():
+        current = registry.resolve(name).current
+        created = current.manifest.get("created") if current is not None else None
+        data.append({"id": name, "object": "model", "created": _epoch(created), "owned_by": "pagerag"})
+    return {"object": "list", "data": data}
+
+
+@router.post("/v1/chat/completions", summary="Ask a repository as a chat model", response_model=None)
+async def chat_completions(body: ChatRequest, request: Request):
+    server = request.app.state.server
+    if body.model not in server.registry.names():
+        raise ApiError(404, f"the model '{body.model}' does not exist: models are the served repositories "
+                            f"({', '.join(server.registry.names())})", "invalid_request_error")
+    question = last_user_message(body.messages)
+    server.check_question(question)
+    version, answer = await server.run(body.model, body.pipeline, body.llm, lambda rag: rag.ask(question))
+    content = reply_text(answer)
+    completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    created = int(time.time())
+    usage = usage_of(answer, question, content)
+    extra = {"decision": answer.decision, "reason": answer.reason, "version": version.version,
+             "citations": [{"n": c.n, "file": Path(c.file).name, "line": c.line, "passage_id": c.passage_id,
+                            "start": c.start, "end": c.end, "quote": c.quote} for c in answer.citations]}
+    if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        chunks = _stream(completion_id, created, body.model, version.version, content, usage if include_usage else None, extra)
+        return StreamingResponse(chunks, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return {
+        "id": completion_id, "object": "chat.completion", "created": created, "model": body.model,
+        "system_fingerprint": version.version,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop",
+                     "logprobs": None}],
+        "usage": usage, "pagerag": extra,
+    }
+
+
+def last_user_message(messages: list[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role == "user":
+            content = message.content
+            if isinstance(content, list):  # content parts: keep the text ones
+                content = " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+            if content and str(content).strip():
+                return str(content)
+            break
+    raise ApiError(400, "no user message with text: the last user message is the question")
+
+
+def reply_text(answer) -> str:
+    """The answer and its numbered footnotes, or the refusal and why."""
+    if not answer.answered:
+        return f"I can't answer that from this book. {answer.answer} (reason: {answer.reason})"
+    notes = []
+    for c in answer.citations:
+        quote = " ".join(c.quote.split())
+        if len(quote) > QUOTE_CHARS:
+            quote = quote[: QUOTE_CHARS - 1] + "…"
+        notes.append(f"[{c.n}] {Path(c.file).name}, line {c.line}: \u201c{quote}\u201d")
+    return answer.answer.strip() + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def usage_of(answer, question: str, content: str) -> dict[str, int]:
+    prompt = sum(t["prompt"] for t in answer.tokens.values())
+    completion = sum(t["completion"] for t in answer.tokens.values())
+    if prompt == 0 and completion == 0:  # no LLM ran: count what the client sent and got
+        from ..offline import count_tokens
+
+        prompt, completion = count_tokens(question), count_tokens(content)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+async def _stream(completion_id: str, created: int, model: str, fingerprint: str, content: str,
+                  usage: dict | None, extra: dict):
+    def chunk(delta: dict, finish: str | None = None, **more) -> str:
+        data = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
+                "system_fingerprint": fingerprint,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **more}
+        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(content):
+        yield chunk({"content": piece})
+    yield chunk({}, "stop", pagerag=extra)
+    if usage is not None:
+        data = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
+                "system_fingerprint": fingerprint, "choices": [], "usage": usage}
+        yield f"data: {json.dumps(data)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _pieces(text: str) -> list[str]:
+    """Word-aligned pieces of about CHUNK_CHARS characters; joined, they are `text` exactly."""
+    import re
+
+    pieces, current = [], ""
+    for token in re.findall(r"\S+\s*|\s+", text):
+        current += token
+        if len(current) >= CHUNK_CHARS:
+            pieces.append(current)
+            current = ""
+    return pieces + [current] if current else pieces
+
+
+def _epoch(created: Optional[str]) -> int:
+    if not created:
+        return 0
+    try:
+        return int(time.mktime(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone)
+    except ValueError:
+        return 0

@@ -1,0 +1,130 @@
+"""The JSON API: ask, retrieve, the served repositories, a cited passage in its context, and
+the web page at `/`."""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ApiError
+
+router = APIRouter()
+CONTEXT_CHARS = 700  # text shown on each side of a cited quote
+
+
+class QuestionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(..., description="The question.", examples=["How much does Scrooge pay his clerk?"])
+    repo: Optional[str] = Field(None, description="Repository name (see GET /v1/repos); optional when one is served.")
+    pipeline: Optional[str] = Field(None, description="Pipeline preset, e.g. full or passages-only.")
+    llm: Optional[Literal["auto", "openai", "llamacpp", "extractive"]] = Field(
+        None, description="LLM backend; extractive = no LLM.")
+
+
+def _server(request: Request):
+    return request.app.state.server
+
+
+@router.get("/", include_in_schema=False)
+async def page():
+    from .app import STATIC
+
+    return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+@router.post("/v1/ask", tags=["questions"], summary="Answer with numbered citations, or refuse and say why")
+async def ask(body: QuestionRequest, request: Request, response: Response) -> dict:
+    """The `pagerag ask --json` object. The header `X-PageRAG-Version` names the repository
+    version that answered."""
+    server = _server(request)
+    server.check_question(body.question)
+    version, result = await server.run(body.repo, body.pipeline, body.llm, lambda rag: rag.ask(body.question).to_dict())
+    _stamp(response, version)
+    return result
+
+
+@router.post("/v1/retrieve", tags=["questions"], summary="The evidence for a question, without deciding")
+async def retrieve(body: QuestionRequest, request: Request, response: Response) -> dict:
+    """The `pagerag retrieve --json` object: analysis, plan, cited evidence, hints, signals."""
+    server = _server(request)
+    server.check_question(body.question)
+    version, result = await server.run(body.repo, body.pipeline, body.llm,
+                                       lambda rag: rag.retrieve(body.question).to_dict())
+    _stamp(response, version)
+    return result
+
+
+@router.get("/v1/repos", tags=["repositories"], summary="The served repositories and their statistics")
+async def repos(request: Request) -> dict:
+    registry = _server(request).registry
+    out = []
+    for name in registry.names():
+        served = registry.resolve(name)
+        entry = served.current.describe() if served.current is not None else {"name": name, "path": str(served.source)}
+        entry["reloading"] = served.reloading
+        if served.error:
+            entry["error"] = served.error
+        out.append(entry)
+    return {"repos": out}
+
+
+@router.get("/v1/repos/{repo}/passages/{passage_id}", tags=["repositories"],
+            summary="A cited quote in its surrounding text, with its file and line")
+async def passage(request: Request, response: Response, repo: str, passage_id: str,
+                  start: Optional[int] = Query(None, ge=0, description="Start of the quote (character offset)."),
+                  end: Optional[int] = Query(None, ge=0, description="End of the quote (character offset)."),
+                  context: int = Query(CONTEXT_CHARS, ge=0, le=5000, description="Characters shown on each side.")) -> dict:
+    import anyio
+
+    registry = _server(request).registry
+
+    def in_thread():
+        with registry.use(repo) as version:  # held, so a swap cannot delete its files meanwhile
+            return version, _passage_in_context(version, passage_id, start, end, context)
+
+    version, found = await anyio.to_thread.run_sync(in_thread)
+    _stamp(response, version)
+    return found
+
+
+def _passage_in_context(version, passage_id: str, start: int | None, end: int | None, context: int) -> dict:
+    from pathlib import Path
+
+    repository = version.repository
+    row = repository.passage_index.get(passage_id)
+    if row is None:
+        raise ApiError(404, f"no passage '{passage_id}' in {version.repo} (version {version.version}); "
+                            "the repository may have been rebuilt: ask again")
+    p = repository.passages[row]
+    start = p.start if start is None else start
+    end = p.end if end is None else end
+    if not p.start <= start < end <= p.end:
+        raise ApiError(400, f"start/end must lie inside passage {passage_id} ({p.start}-{p.end}), got {start}-{end}")
+    source = repository.source_text(p.doc_id)
+    lo, hi = max(0, start - context), min(len(source), end + context)
+    return {
+        "repo": version.repo, "version": version.version, "passage_id": passage_id, "doc_id": p.doc_id,
+        "file": Path(p.file).name,
+        "line": source.count("\n", 0, start) + 1, "start": start, "end": end,
+        "before": source[lo:start], "quote": source[start:end], "after": source[end:hi],
+        "passage_start": p.start, "passage_end": p.end,
+    }
+
+
+@router.get("/v1/health", tags=["repositories"], summary="Liveness and the served versions")
+async def health(request: Request) -> dict:
+    registry = _server(request).registry
+    versions = {}
+    for name in registry.names():
+        current = registry.resolve(name).current
+        versions[name] = current.version if current is not None else None
+    return {"status": "ok", "repos": versions, "auth": bool(_server(request).config.api_key)}
+
+
+def _stamp(response: Response, version) -> None:
+    from .app import VERSION_HEADER
+
+    response.headers[VERSION_HEADER] = f"{version.repo}@{version.version}"

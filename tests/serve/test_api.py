@@ -1,0 +1,92 @@
+"""The JSON API of a real `pagerag serve` process: ask and retrieve give exactly the objects
+`pagerag ask --json` / `pagerag retrieve --json` print, the repositories list their statistics,
+a cited quote comes back in its surrounding text, and /docs has the OpenAPI schema."""
+from __future__ import annotations
+
+import json
+
+import httpx
+from serving import ANSWERABLE, UNANSWERABLE
+
+VOLATILE = {"latency_ms"}  # timings differ between two runs; everything else must not
+
+
+def test_ask_returns_the_cli_json_object(served, carol_repo):
+    from pagerag.api import PageRAG
+
+    response = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"}, timeout=120)
+    assert response.status_code == 200, response.text
+    assert response.headers["x-pagerag-version"].startswith("carol@")
+    data = response.json()
+    # `pagerag ask --json` prints Answer.to_dict() (pagerag/commands/ask.py); made here in-process
+    expected = PageRAG(carol_repo, llm="extractive").ask(ANSWERABLE).to_dict()
+    assert set(data) == set(expected)
+    for key in set(expected) - VOLATILE:
+        assert data[key] == expected[key], key
+    assert data["decision"] == "answered" and "fifteen shillings" in data["answer"]
+    assert "[1]" in data["answer"] and "fifteen shillings" in data["citations"][0]["quote"]
+
+
+def test_refusal_is_a_result_with_its_reason(served):
+    data = httpx.post(served.url + "/v1/ask", json={"question": UNANSWERABLE, "repo": "carol"}, timeout=120).json()
+    assert data["decision"] == "refused"
+    assert data["reason"] == "insufficient_evidence"
+    assert "Fred" in data["answer"] and data["citations"] == []
+
+
+def test_retrieve_returns_evidence_without_deciding(served):
+    response = httpx.post(served.url + "/v1/retrieve", json={"question": ANSWERABLE, "repo": "carol",
+                                                             "pipeline": "passages-only"}, timeout=120)
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert {"analysis", "plan", "evidence", "hints", "signals", "timings_ms"} <= set(data)
+    assert data["plan"]["graph"] == "none"  # the passages-only preset was used
+    assert any("fifteen shillings" in e["text"] for e in data["evidence"])
+
+
+def test_repos_list_the_inspect_statistics(served):
+    repos = {r["name"]: r for r in httpx.get(served.url + "/v1/repos", timeout=30).json()["repos"]}
+    assert {"carol", "swap"} <= set(repos)
+    stats = repos["carol"]["stats"]
+    for key in ("passages", "entities_raw", "entities", "relations", "communities", "isolated", "build_seconds", "words"):
+        assert key in stats
+    assert stats["passages"] > 10 and repos["carol"]["version"]
+    assert repos["carol"]["sources"][0]["file"] == "carol_excerpt.txt"
+
+
+def test_a_citation_opens_in_its_surrounding_text(served):
+    data = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"}, timeout=120).json()
+    c = data["citations"][0]
+    url = f"{served.url}/v1/repos/carol/passages/{c['passage_id']}"
+    context = httpx.get(url, params={"start": c["start"], "end": c["end"]}, timeout=30).json()
+    assert context["quote"] == c["quote"]
+    assert context["line"] == c["line"] and context["file"] == "carol_excerpt.txt"
+    assert context["before"] and context["after"]  # surrounding text on both sides
+    outside = httpx.get(url, params={"start": 0, "end": c["end"]}, timeout=30)
+    assert outside.status_code == 400 and "inside passage" in outside.json()["error"]["message"]
+    missing = httpx.get(f"{served.url}/v1/repos/carol/passages/nope:00001", timeout=30)
+    assert missing.status_code == 404
+
+
+def test_one_repository_served_may_be_left_unnamed_two_may_not(served):
+    response = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE}, timeout=60)
+    assert response.status_code == 400
+    assert "several repositories" in response.json()["error"]["message"]
+
+
+def test_openapi_schema_and_docs_page(served):
+    schema = httpx.get(served.url + "/openapi.json", timeout=30).json()
+    for path in ("/v1/ask", "/v1/retrieve", "/v1/repos", "/v1/builds", "/v1/builds/{job_id}",
+                 "/v1/chat/completions", "/v1/models"):
+        assert path in schema["paths"], path
+    assert "question" in json.dumps(schema["components"]["schemas"]["QuestionRequest"])
+    docs = httpx.get(served.url + "/docs", timeout=30)
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+
+
+def test_the_page_and_its_assets_are_served_from_the_package(served):
+    page = httpx.get(served.url + "/", timeout=30)
+    assert page.status_code == 200 and 'id="question"' in page.text
+    for asset in ("/static/app.js", "/static/style.css"):
+        assert httpx.get(served.url + asset, timeout=30).status_code == 200
+    assert "http://" not in page.text.replace("http://www.w3.org", "") and "https://" not in page.text  # no CDN

@@ -1,0 +1,150 @@
+"""The web page in a real headless Chromium (Debian's `chromium` and `chromium-driver`): load,
+ask, open a citation and find the highlighted quote in its surrounding text, see a refusal's
+reason, build a repository from an upload with a live progress bar. Saves screenshots (the
+README's docs/serve.png when PAGERAG_SCREENSHOT names a path)."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+from serving import ANSWERABLE, UNANSWERABLE
+
+RELATIONAL = "How is Fred related to Scrooge?"
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--window-size=1280,1500"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip("no browser: install Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra: pip install -e '.[test]'")
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="pagerag-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in [*FLAGS, f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _wait(driver, condition, timeout=180):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+
+
+def _ask(driver, question: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    status = driver.find_element(By.ID, "status")
+    box = driver.find_element(By.ID, "question")
+    box.clear()
+    box.send_keys(question)
+    previous = status.text
+    driver.find_element(By.ID, "ask").click()
+    _wait(driver, lambda d: status.text != previous and status.text != "Thinking…")
+    assert "error" not in (status.get_attribute("class") or ""), status.text
+
+
+def test_page_asks_opens_a_citation_and_shows_a_refusal(browser, served, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(served.url + "/")
+    _wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#repo option")) >= 2)
+    Select(browser.find_element(By.ID, "repo")).select_by_value("carol")
+    assert not browser.find_element(By.ID, "keybox").is_displayed()  # no key needed on loopback
+
+    _ask(browser, ANSWERABLE)
+    assert browser.find_element(By.ID, "answer-box").is_displayed()
+    assert "fifteen shillings" in browser.find_element(By.ID, "answer").text
+    assert "need:" in browser.find_element(By.ID, "route-need").text
+    assert browser.find_elements(By.CSS_SELECTOR, "#route .share")  # operators and budget shares
+    assert "judge (heuristic): sufficient" in browser.find_element(By.ID, "verdict").text
+    assert browser.find_element(By.ID, "rcs").text.startswith("RCS")
+    stages = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#costs tbody tr")]
+    assert any(s.startswith("retrieve") for s in stages) and stages[-1].startswith("total")
+    assert browser.find_elements(By.CSS_SELECTOR, "#graph circle")  # the linked entities, drawn
+
+    browser.find_element(By.CSS_SELECTOR, "#answer a.cite").click()
+    mark = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#passage-text mark"), 60)[0]
+    citation = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"}, timeout=120).json()["citations"][0]
+    assert " ".join(mark.text.split()) == " ".join(citation["quote"].split())
+    title = browser.find_element(By.ID, "passage-title").text
+    assert f"line {citation['line']}" in title and "carol_excerpt.txt" in title
+    surrounding = browser.find_element(By.ID, "passage-text").text
+    assert len(surrounding) > len(mark.text) + 200  # the quote sits in its surrounding text
+    _screenshot(browser, tmp_path / "answer.png")
+    browser.find_element(By.ID, "passage-close").click()
+
+    _ask(browser, UNANSWERABLE)
+    assert browser.find_element(By.ID, "refusal-box").is_displayed()
+    assert not browser.find_element(By.ID, "answer-box").is_displayed()
+    assert browser.find_element(By.ID, "reason").text == "insufficient_evidence"
+    assert "Fred" in browser.find_element(By.ID, "refusal").text
+    _screenshot(browser, tmp_path / "refusal.png")
+
+    # a relational question: the paths behind the answer are drawn as a graph (the README's picture)
+    _ask(browser, RELATIONAL)
+    hints = browser.execute_script("return state.lastAnswer.hints")
+    paths = [h for h in hints if h["kind"] == "path"]
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#graph line.edge")) >= len(paths) > 0
+    assert {"Fred", "Scrooge"} <= {t.text for t in browser.find_elements(By.CSS_SELECTOR, "#graph g.node text")}
+    cites = browser.find_elements(By.CSS_SELECTOR, "#answer a.cite")
+    if cites:
+        cites[0].click()
+        _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#passage-text mark"), 60)
+    _screenshot(browser, tmp_path / "paths.png", os.environ.get("PAGERAG_SCREENSHOT"))
+
+
+def test_page_builds_an_upload_with_a_live_progress_bar(browser, served, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    book = tmp_path / "note.txt"
+    book.write_text("Mr. Fezziwig kept a warehouse in the city of London.\n\n"
+                    "Every Christmas Eve Mr. Fezziwig gave a ball for his apprentices, Ebenezer and Dick Wilkins.\n\n"
+                    "Mrs. Fezziwig danced with Mr. Fezziwig, and the fiddler played until eleven o'clock.\n", encoding="utf-8")
+    browser.get(served.url + "/")
+    browser.find_element(By.ID, "build-name").send_keys("fezziwig")
+    browser.find_element(By.ID, "build-files").send_keys(str(book))
+    browser.find_element(By.ID, "build-start").click()
+    bar = browser.find_element(By.ID, "build-bar")
+    seen = set()
+
+    def finished(driver):
+        seen.add(round(float(bar.get_attribute("value") or 0), 3))
+        return driver.find_element(By.ID, "build-status").text.startswith(("Built", "Build failed"))
+
+    _wait(browser, finished, 300)
+    status = browser.find_element(By.ID, "build-status").text
+    assert status.startswith("Built"), status
+    assert float(bar.get_attribute("value")) == 1.0 and len(seen) > 2  # the bar moved on the way
+    _wait(browser, lambda d: any("fezziwig" in o.text for o in d.find_elements(By.CSS_SELECTOR, "#repo option")), 30)
+    assert (served.repos_dir / "fezziwig.rag" / "manifest.json").is_file()
+    answer = httpx.post(served.url + "/v1/ask", json={"question": "Who gave a ball for his apprentices?",
+                                                      "repo": "fezziwig"}, timeout=120).json()
+    assert answer["decision"] in ("answered", "refused")  # the new repository is served
+
+
+def _screenshot(driver, path: Path, also: str | None = None) -> None:
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 10_000
+    if also:
+        Path(also).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, also)

@@ -1,0 +1,50 @@
+"""`pagerag mcp` through the `mcp` client over stdio: the tools an agent sees, an answer with
+its citations, a refusal with its reason, and a bad call reported as a tool error."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import anyio
+from serving import ANSWERABLE, UNANSWERABLE
+
+
+def test_agent_asks_and_retrieves_over_stdio(carol_repo):
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, env=dict(os.environ),
+                                   args=["-m", "pagerag", "mcp", "--repo", str(carol_repo), "--llm", "extractive"])
+    results = {}
+
+    async def session():
+        with anyio.fail_after(300):
+            await talk()
+
+    async def talk():
+        async with Client(params, read_timeout_seconds=240) as client:
+            results["tools"] = {tool.name: tool for tool in (await client.list_tools()).tools}
+            results["answer"] = await client.call_tool("ask", {"question": ANSWERABLE})
+            results["refusal"] = await client.call_tool("ask", {"question": UNANSWERABLE, "repo": "carol"})
+            results["evidence"] = await client.call_tool("retrieve", {"question": ANSWERABLE})
+            results["unknown"] = await client.call_tool("ask", {"question": ANSWERABLE, "repo": "nope"})
+            results["repos"] = await client.call_tool("repos", {})
+
+    anyio.run(session)
+
+    tools = results["tools"]
+    assert {"ask", "retrieve", "repos"} <= set(tools)
+    assert "question" in tools["ask"].input_schema["properties"]
+    answer = results["answer"]
+    assert not answer.is_error
+    data = answer.structured_content
+    assert data["decision"] == "answered" and "fifteen shillings" in data["answer"]
+    assert data["citations"][0]["file"].endswith("carol_excerpt.txt") and data["repo"] == "carol"
+    assert json.loads(answer.content[0].text)["decision"] == "answered"  # the same object as text
+    refusal = results["refusal"].structured_content
+    assert refusal["decision"] == "refused" and refusal["reason"] == "insufficient_evidence"
+    evidence = results["evidence"].structured_content
+    assert any("fifteen shillings" in e["text"] for e in evidence["evidence"])
+    unknown = results["unknown"]
+    assert unknown.is_error and "no repository named 'nope'" in unknown.content[0].text
+    assert results["repos"].structured_content["repos"][0]["name"] == "carol"

@@ -1,0 +1,140 @@
+"""Safe by default: loopback bind, an API key for anything else, build paths confined to the
+build root, upload type and size limits, a question length limit, and every error a JSON body
+with a one-line message and the right status — never a traceback."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+from serving import ANSWERABLE, ThreadServer
+
+KEY = "test-key-0123456789"
+
+
+def error_of(response: httpx.Response, status: int) -> str:
+    assert response.status_code == status, (response.status_code, response.text)
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    message = error["message"]
+    assert error["status"] == status and error["type"]
+    assert "\n" not in message and "Traceback" not in response.text and len(message) <= 400
+    return message
+
+
+# ---- binding --------------------------------------------------------------------------------
+
+def test_binding_beyond_loopback_without_a_key_is_refused(carol_repo):
+    env = {k: v for k, v in os.environ.items() if k != "PAGERAG_API_KEY"}
+    run = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo), "--host", "0.0.0.0"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and "API key" in run.stderr and "Traceback" not in run.stderr
+    short = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo), "--host", "0.0.0.0",
+                            "--api-key", "short"], capture_output=True, text=True, timeout=120, env=env)
+    assert short.returncode == 2 and "too short" in short.stderr
+    missing = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo.parent / "none.rag")],
+                             capture_output=True, text=True, timeout=120, env=env)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no repository here" in missing.stderr
+
+
+def test_dns_rebinding_and_cross_site_requests_are_refused(served):
+    message = error_of(httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"},
+                                  headers={"Host": "attacker.example"}), 421)
+    assert "attacker.example" in message
+    error_of(httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"},
+                        headers={"Origin": "http://attacker.example"}), 403)
+    same_origin = httpx.get(served.url + "/v1/repos", headers={"Origin": served.url})
+    assert same_origin.status_code == 200
+
+
+# ---- API key --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def keyed(carol_repo):
+    from pagerag.serve.config import ServeConfig
+
+    config = ServeConfig(repos={"carol": carol_repo}, api_key=KEY, llm="extractive", warm=False).check()
+    with ThreadServer(config) as server:
+        yield server
+
+
+def test_api_key_is_required_when_configured(keyed):
+    error_of(httpx.get(keyed.url + "/v1/repos"), 401)
+    assert httpx.get(keyed.url + "/v1/repos").headers["www-authenticate"] == "Bearer"
+    assert "wrong" in error_of(httpx.get(keyed.url + "/v1/repos", headers={"Authorization": "Bearer nope"}), 401)
+    error_of(httpx.post(keyed.url + "/v1/chat/completions", json={"model": "carol", "messages": []}), 401)
+    ok = httpx.post(keyed.url + "/v1/ask", json={"question": ANSWERABLE},  # one repository: no name needed
+                    headers={"Authorization": f"Bearer {KEY}"}, timeout=120)
+    assert ok.status_code == 200 and ok.json()["decision"] == "answered"
+    assert httpx.get(keyed.url + "/").status_code == 200  # the page holds no data; its API calls need the key
+
+
+def test_path_builds_are_off_without_a_build_root(keyed):
+    message = error_of(httpx.post(keyed.url + "/v1/builds", json={"path": "book.txt", "repo": "x"},
+                                  headers={"Authorization": f"Bearer {KEY}"}), 403)
+    assert "--build-root" in message
+
+
+# ---- questions ------------------------------------------------------------------------------
+
+def test_question_limits_and_malformed_requests(served):
+    ask = served.url + "/v1/ask"
+    assert "too long" in error_of(httpx.post(ask, json={"question": "why " * 1000, "repo": "carol"}), 413)
+    assert "empty" in error_of(httpx.post(ask, json={"question": "   ", "repo": "carol"}, timeout=60), 400)
+    assert "required" in error_of(httpx.post(ask, json={"repo": "carol"}), 422)
+    assert "JSON" in error_of(httpx.post(ask, content=b"{not json", headers={"Content-Type": "application/json"}), 422)
+    assert "question" in error_of(httpx.post(ask, json={"question": 42, "repo": "carol"}), 422)
+    assert "colour" in error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": "carol", "colour": 1}), 422)
+    assert "no repository named 'nope'" in error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": "nope"}), 404)
+    assert "unknown pipeline" in error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": "carol",
+                                                                "pipeline": "turbo"}), 400)
+    error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": "carol", "llm": "gpt"}), 422)
+    error_of(httpx.get(served.url + "/v1/nothing-here"), 404)
+    error_of(httpx.delete(ask), 405)
+
+
+def test_oversized_bodies_are_refused_declared_or_streamed(served):
+    big = b'{"question": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+    assert "too large" in error_of(httpx.post(served.url + "/v1/ask", content=big,
+                                              headers={"Content-Type": "application/json"}), 413)
+
+    def chunks():  # no Content-Length: the limit is enforced while the body streams in
+        for _ in range(40):
+            yield b"x" * 65536
+
+    error_of(httpx.post(served.url + "/v1/ask", content=chunks(), headers={"Content-Type": "application/json"}), 413)
+
+
+# ---- builds ---------------------------------------------------------------------------------
+
+def test_build_paths_are_confined_to_the_build_root(served, build_root, tmp_path):
+    builds = served.url + "/v1/builds"
+    assert "outside the build root" in error_of(httpx.post(builds, json={"path": "../", "repo": "x"}), 403)
+    error_of(httpx.post(builds, json={"path": "books/../../etc", "repo": "x"}), 403)
+    error_of(httpx.post(builds, json={"path": "/etc/passwd", "repo": "x"}), 403)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("a secret\n" * 10)
+    link = build_root / "link-out.txt"
+    link.symlink_to(outside)
+    try:
+        error_of(httpx.post(builds, json={"path": "link-out.txt", "repo": "x"}), 403)
+    finally:
+        link.unlink()
+    assert "does not exist" in error_of(httpx.post(builds, json={"path": "books/none.txt", "repo": "x"}), 404)
+    error_of(httpx.post(builds, json={"path": "books", "repo": "../evil"}), 400)
+    error_of(httpx.post(builds, json={"path": "books"}), 422)
+    error_of(httpx.post(builds, content=b"books", headers={"Content-Type": "text/plain"}), 415)
+
+
+def test_uploads_are_limited_in_type_and_size(served):
+    builds = served.url + "/v1/builds"
+    message = error_of(httpx.post(builds, data={"repo": "up"}, files={"files": ("book.pdf", b"%PDF-1.4", "application/pdf")}), 415)
+    assert "book.pdf" in message
+    error_of(httpx.post(builds, data={"repo": "up"}, files={"files": ("book.txt", b"MZ\x00\x00\x01binary", "text/plain")}), 415)
+    big = b"It was the best of times. " * 20000  # ~0.5 MB, over this server's 0.2 MB limit
+    assert "too large" in error_of(httpx.post(builds, data={"repo": "up"}, files={"files": ("big.txt", big, "text/plain")}), 413)
+    assert "no files" in error_of(httpx.post(builds, files={"repo": (None, "up")}), 400)  # multipart, no file
+    error_of(httpx.post(builds, data={"repo": "up"}), 415)  # a urlencoded form is neither JSON nor an upload
