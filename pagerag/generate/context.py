@@ -28,16 +28,15 @@ DENSE_WEIGHT = 0.6  # cosine and lexical coverage both lie in [0, 1]; cosine ord
 # --------------------------------------------------------------------------------------------
 # IDF over the repository's passages (cached per repository version)
 
-_IDF: dict[str, tuple[Counter, int]] = {}
-
-
 def idf_table(state) -> tuple[Counter, int]:
-    if state.key not in _IDF:
+    """Document frequencies of stems over the repository's passages (once per repository version)."""
+    def count() -> tuple[Counter, int]:
         df: Counter = Counter()
         for passage in state.passages:
             df.update(stems_of(passage.text))
-        _IDF[state.key] = (df, len(state.passages))
-    return _IDF[state.key]
+        return df, len(state.passages)
+
+    return state.memo("idf", count)
 
 
 def make_idf(state) -> Callable[[str], float]:

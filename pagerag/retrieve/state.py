@@ -14,7 +14,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -60,8 +60,9 @@ class RepoState:
     def __init__(self, path: Path, manifest: dict[str, Any]):
         self.path = path
         self.manifest = manifest
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # memo() may build a value that needs view()
         self._sources: dict[str, str] = {}
+        self._memo: dict[Any, Any] = {}
         snapshot = _load_snapshot(self.key)
         if snapshot is not None:
             self.passages, self.vectors, self._views = snapshot
@@ -124,6 +125,14 @@ class RepoState:
 
     def passage(self, passage_id: str):
         return self.passages[self.passage_index[passage_id]]
+
+    def memo(self, key: Any, make: Callable[[], Any]) -> Any:
+        """A value derived from this repository version, computed once and kept with the state
+        (sentence-window index, IDF table, …), so it is freed when the state is forgotten."""
+        with self._lock:
+            if key not in self._memo:
+                self._memo[key] = make()
+            return self._memo[key]
 
     def view(self, kind: str) -> GraphView:
         with self._lock:

@@ -122,14 +122,9 @@ class WindowIndex:
             self.vectors.clear()
 
 
-_INDEXES: dict[tuple[str, str], WindowIndex] = {}
-
-
 def window_index(state: RepoState, model: str) -> WindowIndex:
-    key = (state.key, model)
-    if key not in _INDEXES:
-        _INDEXES[key] = WindowIndex(state, model)
-    return _INDEXES[key]
+    """The state's window index for embedding model `model` (one per repository version)."""
+    return state.memo(("windows", model), lambda: WindowIndex(state, model))
 
 
 def build_window_index(state: RepoState, model: str, encode: Encode, batch: int = 512) -> WindowIndex:
