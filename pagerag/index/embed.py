@@ -47,6 +47,8 @@ class Embedder:
     the fp32 vectors >= 0.99997, top-5 neighbours 99% the same); vectors are always float32.
     """
 
+    backend = "torch"
+
     def __init__(self, model: str = "packaged:all-MiniLM-L6-v2", threads: int = 0, precision: str = "fp32"):
         forbid_hub_downloads()
         import torch
