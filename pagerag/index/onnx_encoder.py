@@ -15,6 +15,11 @@ from typing import Callable
 import numpy as np
 
 
+# Word pieces per batch, padding included. Measured on a book's passages (benchmarks/embed_speed.py):
+# 8 full passages per batch took the least CPU; 64 took 25% more (wider padding, colder caches).
+TOKENS_PER_BATCH = 2048
+
+
 class OnnxEncoder:
     """encode(texts) -> float32 unit vectors, as SentenceTransformer(model).encode(normalize=True)."""
 
@@ -40,18 +45,20 @@ class OnnxEncoder:
         self.session = ort.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
         self.dim = int(self.session.get_outputs()[0].shape[-1])
 
-    def encode(self, texts: list[str], batch_size: int = 32, progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """float32 unit vectors, one row per text; `progress(n)` is called after each batch."""
+    def encode(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """float32 unit vectors, one row per text; `progress(n)` is called after each batch.
+
+        A batch holds `batch_size` texts, or with 0 as many as fit in TOKENS_PER_BATCH word pieces
+        with padding: 8 full passages, or hundreds of entity names."""
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         encodings = self.tokenizer.encode_batch(texts)
-        # Longest first, similar lengths together: little padding, and the slowest batch
-        # (largest allocations) comes first.
+        # Longest first, similar lengths together: little padding, and the widest batch (largest
+        # allocations) comes first.
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
-        for lo in range(0, len(order), batch_size):
-            idx = order[lo : lo + batch_size]
+        for idx in _batches(order, [len(e.ids) for e in encodings], batch_size):
             out[idx] = self._forward([encodings[i].ids for i in idx])
             if progress:
                 progress(len(idx))
@@ -65,6 +72,20 @@ class OnnxEncoder:
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
         return self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0].astype(np.float32, copy=False)
+
+
+def _batches(order: np.ndarray, lengths: list[int], batch_size: int):
+    """Consecutive slices of `order` (longest first): `batch_size` texts each, or (0) as many as
+    keep width x count within TOKENS_PER_BATCH."""
+    lo = 0
+    while lo < len(order):
+        if batch_size:
+            hi = lo + batch_size
+        else:
+            width = max(lengths[order[lo]], 1)  # the first text of a batch is its widest
+            hi = lo + max(1, TOKENS_PER_BATCH // width)
+        yield order[lo:hi]
+        lo = hi
 
 
 def _max_seq_length(model_dir: Path, default: int = 256) -> int:
