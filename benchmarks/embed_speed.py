@@ -264,6 +264,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[0, 16, 64],
                         help="texts per batch; 0 = the backend's default (onnx: 2,048 word pieces, torch: 64)")
+    parser.add_argument("--configs", nargs="+", default=[], help="backend:precision pairs (default: all "
+                        "available); torch:fp32 is always included as the reference")
     parser.add_argument("--cold-runs", type=int, default=5)
     parser.add_argument("--numpy-from", default="", help="a commit that still has pagerag/retrieve/qencoder.py")
     parser.add_argument("--build-runs", type=int, default=1, help="0 skips the whole-build comparison")
@@ -274,6 +276,9 @@ def main() -> None:
     meta = ensure_export(str(resolve_model_path(MODEL)))
     print(f"# embedding speed ({os.cpu_count()} CPUs, load {_load()}); ONNX export checks: {meta['checks']}")
     configs = available_configs()
+    if args.configs:
+        wanted = {tuple(c.split(":")) for c in args.configs} | {("torch", "fp32")}
+        configs = [c for c in configs if c in wanted]
     for name in args.books:
         report_book(name, args, configs)
     if args.cold_runs:
