@@ -31,7 +31,6 @@ from ..settings import EmbedSettings
 
 Encode = Callable[[list[str]], np.ndarray]
 ONNX_PRECISIONS = ("fp32", "int8")
-TORCH_PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass(frozen=True)

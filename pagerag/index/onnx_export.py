@@ -101,8 +101,11 @@ def supports(model_dir: Path) -> bool:
 
 
 def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _stamp(path: Path) -> list[int]:
