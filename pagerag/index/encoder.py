@@ -11,10 +11,11 @@ onnxruntime imports and the model can be exported, else torch (with a one-line n
 precision asks for torch, whose autocast is the only bf16 path.
 
 Precision `auto` = fp32 for onnx; bf16 for torch on CPUs with native bf16, else fp32. int8 (onnx)
-is opt-in: it keeps a cosine >= 0.99 to fp32 and takes ~30% less CPU than ONNX fp32, but moves
-top-10 retrieval neighbours (overlap with torch 0.92-0.95 on two books, against 1.00 for ONNX
-fp32 and 0.99 for bf16; see benchmarks/embed_speed.py). Vectors from any pair agree to a cosine
->= 0.99, so a repository built with one can be queried with another.
+is opt-in: ~30% less CPU than ONNX fp32 and a median cosine of 0.997 to fp32, but its worst
+passages fall to 0.987 (Moby Dick) and it moves top-10 retrieval neighbours (overlap with torch
+0.90-0.955 on three books, against 1.000 for ONNX fp32 and 0.995 for bf16; see
+benchmarks/embed_speed.py). ONNX fp32 and torch fp32/bf16 vectors agree to a cosine >= 0.9999,
+so a repository built with one can be queried with another.
 """
 from __future__ import annotations
 

@@ -38,7 +38,10 @@ RECIPE = 1  # bump when the export or quantisation recipe changes: old exports a
 FP32, INT8 = "model.fp32.onnx", "model.int8.onnx"
 METADATA = "export.json"
 MIN_FP32_COSINE = 0.9999  # the traced model must reproduce sentence-transformers
-MIN_INT8_COSINE = 0.99  # the quantised model is used only when it stays this close to fp32
+# The int8 file is kept only when it stays this close to fp32 on the probe texts. A necessary
+# check, not a sufficient one: on whole books the worst passage can be lower (0.987 on Moby Dick),
+# which is why int8 is opt-in (embed.precision = int8).
+MIN_INT8_COSINE = 0.99
 
 # Public-domain prose of several lengths (Dickens, Melville, Austen, Doyle) and two questions:
 # the texts every export is checked on. The benchmark measures the same on whole books.
@@ -236,7 +239,7 @@ def _trace(model_dir: Path, target: Path) -> np.ndarray:
 def quantise_int8(source: Path, target: Path) -> None:
     """Dynamic int8 quantisation of the weight MatMuls, per output channel, except the FFN
     down-projections (weights taller than wide): their input is the GELU output, whose outlier
-    channels defeat per-tensor activation quantisation. Measured on book passages: quantising
+    channels defeat per-tensor activation quantisation. Measured on Novel-47558: quantising
     them too drops the cosine to fp32 from min 0.994 to 0.981 and top-10 retrieval overlap from
     0.95 to 0.92, for 20% less CPU."""
     import onnx
