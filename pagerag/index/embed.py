@@ -47,6 +47,8 @@ class Embedder:
     the fp32 vectors >= 0.99997, top-5 neighbours 99% the same); vectors are always float32.
     """
 
+    backend = "torch"
+
     def __init__(self, model: str = "packaged:all-MiniLM-L6-v2", threads: int = 0, precision: str = "fp32"):
         forbid_hub_downloads()
         import torch
@@ -61,8 +63,10 @@ class Embedder:
         self.max_seq_length = int(self.model.max_seq_length)
         self.dim = int((getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension)())
 
-    def encode(self, texts: list[str], batch_size: int = 64, progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """float32 unit vectors, one row per text; `progress(n)` is called after each batch."""
+    def encode(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """float32 unit vectors, one row per text; `progress(n)` is called after each batch
+        (of `batch_size` texts, 0 = 64)."""
+        batch_size = batch_size or 64
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         import contextlib

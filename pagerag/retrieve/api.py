@@ -31,40 +31,14 @@ from .rerank import score_windows
 from .state import RepoState, get_state
 
 Encode = Callable[[list[str]], np.ndarray]
-SMALL_BATCH = 64  # texts; above this sentence-transformers is worth its import
 
 
 def get_encoder(settings: Settings) -> Encode:
-    """The text encoder for query-time work.
+    """The text encoder for query-time work: the one `embed.backend` / `embed.precision` pick
+    (pagerag.index.encoder). With the ONNX backend a cold process never imports torch."""
+    from ..index.encoder import encode_function
 
-    `retrieve.query_encoder = "auto"`: small batches (a question, its mention spans, a few
-    windows) go through the numpy encoder, so a cold process never imports torch just to embed a
-    question; large batches (prototypes, community summaries, a window index) and any batch once
-    the sentence-transformers model is loaded anyway go through sentence-transformers, which is
-    faster per text. Both give the same vectors (checked in the tests).
-    """
-    from ..index.embed import get_embedder
-    from .qencoder import get_numpy_encoder
-
-    mode = settings.retrieve.query_encoder
-    numpy_encoder = get_numpy_encoder(settings.embed.model) if mode != "torch" else None
-    if mode == "numpy" and numpy_encoder is None:
-        from ..errors import ConfigError
-
-        raise ConfigError(f"retrieve.query_encoder = numpy does not support the model '{settings.embed.model}'")
-
-    def torch_encode(texts: list[str]) -> np.ndarray:
-        embedder = get_embedder(settings.embed.model, settings.embed.threads)
-        return embedder.encode(list(texts), batch_size=settings.embed.batch_size)
-
-    def encode(texts: list[str]) -> np.ndarray:
-        texts = list(texts)
-        if numpy_encoder is not None and (mode == "numpy" or (
-                len(texts) <= SMALL_BATCH and get_embedder.cache_info().currsize == 0)):
-            return numpy_encoder.encode(texts)
-        return torch_encode(texts)
-
-    return encode
+    return encode_function(settings.embed)
 
 
 def retrieve(question: str, repo: str | Path | RepoState, settings: Settings, budget: int | None = None,

@@ -232,18 +232,6 @@ def test_bad_repositories(carol_repo, settings, encode, tmp_path):
     assert "\n" not in str(err.value) and "half" in str(err.value)
 
 
-def test_numpy_query_encoder_matches_sentence_transformers(settings):
-    from pagerag.index.embed import get_embedder
-    from pagerag.retrieve.qencoder import get_numpy_encoder
-
-    texts = ["How is Scrooge related to his nephew Fred?", "Fred", "斯克鲁奇的外甥叫什么名字？",
-             "Marley was dead: to begin with. " * 80]  # the last one is truncated at 256 word pieces
-    fast = get_numpy_encoder(settings.embed.model).encode(texts)
-    reference = get_embedder(settings.embed.model, settings.embed.threads).encode(texts)
-    assert fast.dtype == np.float32 and fast.shape == reference.shape
-    assert np.all((fast * reference).sum(axis=1) > 0.9999)
-
-
 def test_multi_hop_route_searches_each_sentence(state, settings, encode):
     question = "Scrooge's clerk had a very small fire. What did the ghost of Marley drag behind him?"
     query, linked = _query(question, state, settings, encode, need="multi-hop")

@@ -1,0 +1,141 @@
+"""The one place that picks the text encoder: `embed.backend` (auto | onnx | torch) and
+`embed.precision` (auto | fp32 | bf16 | int8).
+
+    encoder = get_encoder(settings.embed)     # .encode(texts, batch_size=, progress=) -> unit vectors
+    encoder.backend, encoder.precision        # what embedded the vectors (the manifest records it)
+
+`onnx` runs the model with ONNX Runtime and `tokenizers` (no torch import: a cold question
+starts fast); it is exported from the model once, with torch, into the cache (see
+`onnx_export`). `torch` is the sentence-transformers reference path. `auto` = onnx when
+onnxruntime imports and the model can be exported, else torch (with a one-line note); a bf16
+precision asks for torch, whose autocast is the only bf16 path.
+
+Precision `auto` = fp32 for onnx; bf16 for torch on CPUs with native bf16, else fp32. int8 (onnx)
+is opt-in: ~30% less CPU than ONNX fp32 and a median cosine of 0.997 to fp32, but its worst
+passages fall to 0.987 (Moby Dick) and it moves top-10 retrieval neighbours (overlap with torch
+0.90-0.955 on three books, against 1.000 for ONNX fp32 and 0.995 for bf16; see
+benchmarks/embed_speed.py). ONNX fp32 and torch fp32/bf16 vectors agree to a cosine >= 0.9999,
+so a repository built with one can be queried with another.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..settings import EmbedSettings
+
+Encode = Callable[[list[str]], np.ndarray]
+ONNX_PRECISIONS = ("fp32", "int8")
+
+
+@dataclass(frozen=True)
+class Choice:
+    backend: str  # onnx | torch
+    precision: str  # fp32 | int8 (onnx) | fp32 | bf16 (torch)
+    why: str
+
+
+def get_encoder(embed: EmbedSettings) -> Any:
+    """The encoder the settings ask for, loaded once per process (ONNX: exported once per machine)."""
+    return _load(embed.model, embed.backend, embed.precision, embed.threads)
+
+
+def encode_function(embed: EmbedSettings) -> Encode:
+    """`get_encoder(embed).encode` as a plain function of a list of texts (query-time code)."""
+    encoder = get_encoder(embed)
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return encoder.encode(list(texts), batch_size=embed.batch_size)
+
+    return encode
+
+
+def describe(encoder: Any) -> dict[str, Any]:
+    """What embedded a repository's vectors: recorded in its manifest."""
+    out = {"backend": encoder.backend, "precision": encoder.precision, "dim": int(encoder.dim),
+           "max_seq_length": int(encoder.max_seq_length)}
+    if encoder.backend == "onnx":
+        out["onnx_sha256"] = encoder.sha256
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _load(model: str, backend: str, precision: str, threads: int) -> Any:
+    choice = choose(model, backend, precision)
+    if choice.why:
+        _note_once(choice.why)
+    if choice.backend == "torch":
+        from .embed import get_embedder
+
+        return get_embedder(model, threads, choice.precision)
+    from .embed import resolve_model_path
+    from .onnx_encoder import OnnxEncoder
+    from .onnx_export import ensure_export
+
+    meta = ensure_export(str(resolve_model_path(model)))
+    path = meta["paths"][choice.precision]
+    return OnnxEncoder(resolve_model_path(model), path, threads, choice.precision,
+                       sha256=meta["files"][Path(path).name]["sha256"])
+
+
+def choose(model: str, backend: str, precision: str) -> Choice:
+    """Resolve `auto`s; raise ConfigError for a combination that cannot run."""
+    if backend == "torch" or (backend == "auto" and precision == "bf16"):
+        return Choice("torch", _torch_precision(precision), "")
+    if backend not in ("auto", "onnx"):
+        raise ConfigError(f"unknown embed.backend '{backend}' (choose auto, onnx or torch)")
+    if precision not in ("auto", *ONNX_PRECISIONS):
+        raise ConfigError(f"embed.precision = {precision} needs embed.backend = torch (onnx runs fp32 or int8)")
+    problem = _onnx_problem(model)
+    if problem and backend == "onnx":
+        raise ConfigError(f"embed.backend = onnx: {problem}")
+    if problem:
+        return Choice("torch", _torch_precision("auto" if precision == "int8" else precision),
+                      f"embed.backend = auto uses torch: {problem}")
+    return Choice("onnx", _onnx_precision(model, precision), "")
+
+
+def _onnx_problem(model: str) -> str:
+    """Why the ONNX path cannot run here ('' when it can): no onnxruntime, or a failed export."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return "onnxruntime is not installed (pip install onnxruntime)"
+    from .embed import resolve_model_path
+    from .onnx_export import ensure_export
+
+    try:
+        ensure_export(str(resolve_model_path(model)))
+    except ConfigError as exc:
+        return str(exc)
+    except Exception as exc:  # an exporter failure must not stop a build that torch can do
+        return f"the ONNX export failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+    return ""
+
+
+def _onnx_precision(model: str, precision: str) -> str:
+    from .embed import resolve_model_path
+    from .onnx_export import ensure_export
+
+    if precision == "int8" and "int8" not in ensure_export(str(resolve_model_path(model)))["paths"]:
+        raise ConfigError("embed.precision = int8: the int8 export failed its check against fp32; use fp32")
+    return "fp32" if precision == "auto" else precision
+
+
+def _torch_precision(precision: str) -> str:
+    if precision == "int8":
+        raise ConfigError("embed.precision = int8 needs embed.backend = onnx (torch runs fp32 or bf16)")
+    from .embed import resolve_precision
+
+    return resolve_precision(precision)
+
+
+@functools.lru_cache(maxsize=None)
+def _note_once(message: str) -> None:
+    sys.stderr.write(f"note: {message}\n")

@@ -1,0 +1,96 @@
+"""Sentence vectors with ONNX Runtime and `tokenizers`: the packaged MiniLM without torch.
+
+The model file comes from `onnx_export.ensure_export` (a checksummed export in the cache). The
+tokenizer is the model's own tokenizer.json, truncated at the model's max_seq_length (256 word
+pieces for all-MiniLM-L6-v2) exactly as sentence-transformers does; mean pooling and L2
+normalisation are inside the exported graph, so a forward pass returns unit vectors.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+
+# Word pieces per batch, padding included. Measured on a book's passages (benchmarks/embed_speed.py):
+# 8 full passages per batch took the least CPU; 64 took 25% more (wider padding, colder caches).
+TOKENS_PER_BATCH = 2048
+
+
+class OnnxEncoder:
+    """encode(texts) -> float32 unit vectors, as SentenceTransformer(model).encode(normalize=True)."""
+
+    backend = "onnx"
+
+    def __init__(self, model_dir: Path, onnx_path: str, threads: int = 0, precision: str = "fp32", sha256: str = ""):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.precision = precision
+        self.sha256 = sha256  # of the .onnx file, verified by onnx_export before it gets here
+        self.max_seq_length = _max_seq_length(model_dir)
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.max_seq_length)
+        self.tokenizer.no_padding()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1  # one graph at a time: parallelism is inside each MatMul
+        # Idle workers sleep instead of spinning: on a shared 2-core machine a spinning pool
+        # steals the CPU the other threads (and processes) need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
+        self.dim = int(self.session.get_outputs()[0].shape[-1])
+
+    def encode(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """float32 unit vectors, one row per text; `progress(n)` is called after each batch.
+
+        A batch holds `batch_size` texts, or with 0 as many as fit in TOKENS_PER_BATCH word pieces
+        with padding: 8 full passages, or hundreds of entity names."""
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self.tokenizer.encode_batch(texts)
+        # Longest first, similar lengths together: little padding, and the widest batch (largest
+        # allocations) comes first.
+        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
+        for idx in _batches(order, [len(e.ids) for e in encodings], batch_size):
+            out[idx] = self._forward([encodings[i].ids for i in idx])
+            if progress:
+                progress(len(idx))
+        return out
+
+    def _forward(self, batch_ids: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in batch_ids)
+        ids = np.zeros((len(batch_ids), width), dtype=np.int64)
+        mask = np.zeros((len(batch_ids), width), dtype=np.int64)
+        for row, seq in enumerate(batch_ids):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        return self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0].astype(np.float32, copy=False)
+
+
+def _batches(order: np.ndarray, lengths: list[int], batch_size: int):
+    """Consecutive slices of `order` (longest first): `batch_size` texts each, or (0) as many as
+    keep width x count within TOKENS_PER_BATCH."""
+    lo = 0
+    while lo < len(order):
+        if batch_size:
+            hi = lo + batch_size
+        else:
+            width = max(lengths[order[lo]], 1)  # the first text of a batch is its widest
+            hi = lo + max(1, TOKENS_PER_BATCH // width)
+        yield order[lo:hi]
+        lo = hi
+
+
+def _max_seq_length(model_dir: Path, default: int = 256) -> int:
+    config = model_dir / "sentence_bert_config.json"
+    try:
+        return int(json.loads(config.read_text()).get("max_seq_length", default))
+    except (OSError, ValueError, TypeError):
+        return default

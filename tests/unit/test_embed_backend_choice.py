@@ -1,0 +1,41 @@
+"""embed.backend x embed.precision: what runs, what is refused with one clear line; and the ONNX
+encoder's padding-aware batches."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pagerag.errors import ConfigError
+from pagerag.index.embed import resolve_precision
+from pagerag.index.encoder import choose
+from pagerag.index.onnx_encoder import TOKENS_PER_BATCH, _batches
+
+MODEL = "packaged:all-MiniLM-L6-v2"
+
+
+def test_bf16_means_torch_and_torch_resolves_auto_by_cpu():
+    assert choose(MODEL, "auto", "bf16").backend == "torch"
+    assert choose(MODEL, "torch", "auto").precision == resolve_precision("auto")
+    assert choose(MODEL, "torch", "fp32").precision == "fp32"
+
+
+@pytest.mark.parametrize("backend, precision, says", [
+    ("torch", "int8", "needs embed.backend = onnx"),
+    ("onnx", "bf16", "needs embed.backend = torch"),
+    ("jax", "auto", "unknown embed.backend"),
+])
+def test_impossible_combinations_are_one_line_config_errors(backend, precision, says):
+    with pytest.raises(ConfigError, match=says) as err:
+        choose(MODEL, backend, precision)
+    assert "\n" not in str(err.value)
+
+
+def test_batches_keep_padded_tokens_within_the_budget():
+    lengths = [256] * 20 + [40] * 100 + [6] * 1000
+    order = np.argsort([-n for n in lengths], kind="stable")
+    batches = list(_batches(order, lengths, 0))
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(lengths)))  # every text once
+    for batch in batches:
+        assert len(batch) * max(lengths[i] for i in batch) <= TOKENS_PER_BATCH
+    assert len(batches[0]) == TOKENS_PER_BATCH // 256  # full passages: 8 a batch
+    assert [len(b) for b in _batches(order, lengths, 500)] == [500, 500, 120]
