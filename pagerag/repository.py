@@ -224,13 +224,13 @@ def clean_stale_staging(repo: Path) -> None:
     repo = repo.resolve()
     for candidate in repo.parent.glob(f".{repo.name}.staging-*"):
         pid = candidate.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        # our own leftover from an earlier build in this process, or a dead builder's
+        if pid.isdigit() and (int(pid) == os.getpid() or not pid_alive(int(pid))):
             shutil.rmtree(candidate, ignore_errors=True)
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # our own leftover from an earlier build in this process
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import RepositoryError
+from ..repository import pid_alive
 
 MANIFEST = "manifest.json"
 RCS_MODEL = "rcs_model.json"  # written by `pagerag calibrate` beside the manifest
@@ -186,7 +187,7 @@ def prune(source: Path, keep: str) -> None:
         name = entry.name
         if ".tmp-" in name:
             pid = name.rsplit("-", 1)[-1]
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not pid_alive(int(pid)):
                 shutil.rmtree(entry, ignore_errors=True)
         elif entry.is_dir() and not name.endswith(".users") and name != keep and not name.startswith("."):
             users = _users(root, name)
@@ -201,16 +202,13 @@ def _live_users(users: Path) -> list[int]:
     live = []
     for marker in users.iterdir():
         if marker.name.isdigit():
-            if _alive(int(marker.name)):
+            if pid_alive(int(marker.name)):
                 live.append(int(marker.name))
             else:
                 marker.unlink(missing_ok=True)
     return live
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -82,7 +82,7 @@ def test_prune_removes_copies_no_live_process_serves(tmp_path):
         (root / f"{name}.users").mkdir()
         (root / f"{name}.users" / str(pid)).touch()
     (root / f"cccccccccccc.tmp-{2**22 + 12345}").mkdir()  # a half-made copy of a dead process
-    if not pins._alive(1):
+    if not pins.pid_alive(1):
         pytest.skip("cannot see pid 1 here")
     pins.prune(repo, keep="zzzzzzzzzzzz")
     left = sorted(p.name for p in root.iterdir() if not p.name.startswith("."))
