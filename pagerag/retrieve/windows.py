@@ -43,7 +43,7 @@ class WindowIndex:
         from ..offline import cache_root
 
         safe = re.sub(r"[^A-Za-z0-9]+", "_", self.model)[-40:]
-        return cache_root() / "retrieve" / f"{self.state.key}-windows-{safe}-{WINDOW_CHARS}.npz"
+        return cache_root() / "retrieve" / f"{self.state.data_key}-windows-{safe}-{WINDOW_CHARS}.npz"
 
     def windows_of(self, row: int) -> list[Window]:
         """The windows of passage `row`, cut once (vectors read from disk for other cuts are dropped)."""
@@ -123,7 +123,7 @@ _INDEXES: dict[tuple[str, str], WindowIndex] = {}
 
 
 def window_index(state: RepoState, model: str) -> WindowIndex:
-    key = (state.key, model)
+    key = (state.data_key, model)
     if key not in _INDEXES:
         _INDEXES[key] = WindowIndex(state, model)
     return _INDEXES[key]
