@@ -127,8 +127,12 @@ class RetrieveSettings(_Section):
         description="Operators the router may use (text, ppr, neighbour, path, community, rerank).",
     )
     ranker: Literal["model", "operator"] = Field(
-        "model", description="How the candidate pool is ordered: model = the fitted ranker (retrieve/ranker.json); "
+        "model", description="How the candidate pool is ordered: model = the fitted ranker (retrieve.ranker_model); "
         "operator = the operators' own scores (to measure one operator alone, e.g. the ppr preset)."
+    )
+    ranker_model: str = Field(
+        "", description="Ranker JSON (from `python -m pagerag.train.ranker`); empty = the packaged one, fitted on the "
+        "15 GraphRAG-Bench training books."
     )
     structural_guidance: bool = Field(
         True, description="Use graph structure as guidance: the path operator runs and path/community statements are "

@@ -185,7 +185,8 @@ def rank_pool(gathered: Gathered, query: operators.Query, linked, clock: "_Clock
     if query.settings.retrieve.ranker == "operator":
         ranked = operator_order(gathered.items, [op for op in plan.operators if op != "rerank"])
     else:
-        model = model or ranker_for(uses_graph=any(op in GRAPH_OPERATORS for op in plan.operators))
+        model = model or ranker_for(any(op in GRAPH_OPERATORS for op in plan.operators),
+                                    query.settings.retrieve.ranker_model)
         x = features(gathered.items, question_signals(gathered, query), model.features)
         ranked = order(gathered.items, model.score(x))
     if clock is not None:
