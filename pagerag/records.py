@@ -265,7 +265,7 @@ class Retrieval:
     signals: Signals
     timings_ms: dict[str, float]
     pool_size: int = 0  # distinct candidate passages before the budget cut
-    llm_cost: StageCost = field(default_factory=StageCost)  # the LLM router's tokens, if it ran
+    llm_cost: StageCost = field(default_factory=StageCost)  # LLM tokens of retrieval: the router, the global map step
     # what the graph added, as numbers a decision model can read (api.graph_features)
     graph_features: dict[str, float] = field(default_factory=dict)
 

@@ -161,8 +161,9 @@ class RetrieveSettings(_Section):
     global_map_tokens: int = Field(1000, ge=100, description="Most summary tokens per global map call.")
     global_map_calls: int = Field(1, ge=1, description="Most LLM calls of the global map step per question.")
     global_points_tokens: int = Field(250, ge=20, description="Most tokens of key points the global reduce step keeps.")
-    router: Literal["rules", "llm"] = Field(
-        "rules", description="Who classifies the evidence need: rules + prototypes, or the LLM (prompts/route_query)."
+    router: Literal["classifier", "rules", "llm"] = Field(
+        "classifier", description="Who classifies the evidence need: the classifier fitted on the training books "
+        "(retrieve/need_model.json; 'rules' is its old name), or the LLM (prompts/route_query)."
     )
     rerank_model: str = Field(
         "", description="Local sentence-transformers CrossEncoder directory for reranking; empty = sentence-window "
