@@ -156,7 +156,7 @@ class StageCost:
 # Retrieval: the analysis u, the plan rho(q), the evidence E
 
 NEEDS = ("local", "relational", "multi-hop", "global")
-GRAPH_OPERATORS = ("neighbour", "path", "community")
+GRAPH_OPERATORS = ("neighbour", "path", "community", "ppr")
 OPERATORS = ("text", *GRAPH_OPERATORS, "rerank")
 
 
@@ -180,9 +180,10 @@ class Analysis:
     question: str
     links: list[EntityLink] = field(default_factory=list)
     need: str = "local"
-    decided_by: str = "prototype"  # rules | prototype | llm
+    decided_by: str = "classifier"  # classifier | llm
     reason: str = ""
-    need_scores: dict[str, float] = field(default_factory=dict)  # prototype similarities per need
+    # the need classifier's probabilities of local / complex / global (retrieve/need.py)
+    need_scores: dict[str, float] = field(default_factory=dict)
     mentions: list[str] = field(default_factory=list)  # candidate mention spans of the question
     notes: list[str] = field(default_factory=list)
 
@@ -196,11 +197,11 @@ class Analysis:
 
 @dataclass
 class Plan:
-    """rho(q): which operators run, in what order, and each one's share of the budget B."""
+    """rho(q): which operators run, in what order, under what budget B. Their candidates form
+    one pool that one ranker orders (no operator has a reserved share of B)."""
 
     need: str
     operators: list[str]  # in run order; "rerank" last when present
-    shares: dict[str, float]  # evidence-budget share per evidence-producing operator (sums to 1)
     budget_tokens: int
     graph: str  # governed | raw | none
     floor: bool
@@ -223,13 +224,16 @@ class Evidence(Span):
     paths: list[str] = field(default_factory=list)  # path descriptions this passage supports
     communities: list[str] = field(default_factory=list)  # community ids it was picked for
     trimmed: bool = False  # True when only part of the passage fitted the budget
+    entities: list[str] = field(default_factory=list)  # graph entities that led the PPR walk here
 
 
 @dataclass
 class Hint:
-    """Structural guidance shown beside the evidence: a path or a community summary."""
+    """Structural guidance shown beside the evidence: a path statement, a community summary, or
+    a key point of the global map-reduce. Never cited itself: `passage_ids` are the passages it
+    came from, the only way it can be cited."""
 
-    kind: str  # path | community
+    kind: str  # path | community | point
     text: str
     score: float
     passage_ids: list[str] = field(default_factory=list)
@@ -261,7 +265,9 @@ class Retrieval:
     signals: Signals
     timings_ms: dict[str, float]
     pool_size: int = 0  # distinct candidate passages before the budget cut
-    llm_cost: StageCost = field(default_factory=StageCost)  # the LLM router's tokens, if it ran
+    llm_cost: StageCost = field(default_factory=StageCost)  # LLM tokens of retrieval: the router, the global map step
+    # what the graph added, as numbers a decision model can read (api.graph_features)
+    graph_features: dict[str, float] = field(default_factory=dict)
 
     @property
     def evidence_tokens(self) -> int:
@@ -277,6 +283,7 @@ class Retrieval:
             "signals": asdict(self.signals),
             "timings_ms": dict(self.timings_ms),
             "pool_size": self.pool_size,
+            "graph_features": dict(self.graph_features),
             "tokens": {"prompt": self.llm_cost.prompt_tokens, "completion": self.llm_cost.completion_tokens},
             "evidence_tokens": self.evidence_tokens,
         }

@@ -134,8 +134,16 @@ class RetrieveSettings(_Section):
     floor: bool = Field(True, description="Always run the text floor (off = the no-floor ablation).")
     graph: Literal["governed", "raw", "none"] = Field("governed", description="Which graph the graph operators read.")
     operators: list[str] = Field(
-        default_factory=lambda: ["text", "neighbour", "path", "community", "rerank"],
-        description="Operators the router may use.",
+        default_factory=lambda: ["text", "ppr", "neighbour", "path", "community", "rerank"],
+        description="Operators the router may use (text, ppr, neighbour, path, community, rerank).",
+    )
+    ranker: Literal["model", "operator"] = Field(
+        "model", description="How the candidate pool is ordered: model = the fitted ranker (retrieve.ranker_model); "
+        "operator = the operators' own scores (to measure one operator alone, e.g. the ppr preset)."
+    )
+    ranker_model: str = Field(
+        "", description="Ranker JSON (from `python -m pagerag.train.ranker`); empty = the packaged one, fitted on the "
+        "15 GraphRAG-Bench training books."
     )
     structural_guidance: bool = Field(
         True, description="Use graph structure as guidance: the path operator runs and path/community statements are "
@@ -155,15 +163,23 @@ class RetrieveSettings(_Section):
     )
     max_paths: int = Field(3, ge=0, description="Most graph paths the path operator returns.")
     max_hops: int = Field(3, ge=1, le=3, description="Longest path (edges) the path operator follows.")
-    max_communities: int = Field(3, ge=0, description="Most communities the community operator opens.")
-    router: Literal["rules", "llm"] = Field(
-        "rules", description="Who classifies the evidence need: rules + prototypes, or the LLM (prompts/route_query)."
+    max_communities: int = Field(4, ge=0, description="Most communities the community operator opens.")
+    global_search: Literal["auto", "off"] = Field(
+        "auto", description="With an LLM, a global question also gets a map-reduce over the summaries of the "
+        "communities the community operator opened (GraphRAG-style global search; its key points reach the "
+        "answerer as graph context, cited through their communities' passages); off = never."
+    )
+    global_map_tokens: int = Field(1000, ge=100, description="Most summary tokens per global map call.")
+    global_map_calls: int = Field(1, ge=1, description="Most LLM calls of the global map step per question.")
+    global_points_tokens: int = Field(250, ge=20, description="Most tokens of key points the global reduce step keeps.")
+    router: Literal["classifier", "rules", "llm"] = Field(
+        "classifier", description="Who classifies the evidence need: the classifier fitted on the training books "
+        "(retrieve/need_model.json; 'rules' is its old name), or the LLM (prompts/route_query)."
     )
     rerank_model: str = Field(
         "", description="Local sentence-transformers CrossEncoder directory for reranking; empty = sentence-window "
         "scoring with the embedding model."
     )
-    rerank_pool: int = Field(30, ge=1, description="Fused candidates the rerank operator scores.")
     max_question_chars: int = Field(2000, ge=10, description="Longer questions are refused with a clear message.")
 
 
@@ -212,6 +228,12 @@ class GenerateSettings(_Section):
         0.2, ge=0.0, le=1.0, description="No-LLM judge: share (IDF-weighted) of the question's attribute words the evidence "
         "passage must contain."
     )
+    graph_context: bool = Field(
+        True, description="Show the judge and the answerer the graph context behind the evidence (path statements, "
+        "community summaries, global key points) as a labelled, non-citable block; only items drawn from a shown "
+        "excerpt, which they name."
+    )
+    graph_context_tokens: int = Field(250, ge=0, description="Most tokens of graph context in a prompt.")
     context_tokens: int = Field(
         700, ge=50, description="Evidence (tiktoken tokens) shown to the LLM answerer: the best sentence windows of the "
         "retrieved passages, as numbered excerpts."

@@ -93,9 +93,9 @@ def format_answer(answer) -> str:
 
 def _diagnostics(answer) -> list[str]:
     plan = answer.plan or {}
-    shares = ", ".join(f"{op} {share:.2f}" for op, share in (plan.get("shares") or {}).items())
+    ops = ", ".join(op for op in (plan.get("operators") or []) if op != "rerank")
     rerank = " + rerank" if "rerank" in (plan.get("operators") or []) else ""
-    out = [f"route: {plan.get('need', '?')}: {shares or 'no operator'}{rerank}; budget {plan.get('budget_tokens', '?')} tokens"
+    out = [f"route: {plan.get('need', '?')}: {ops or 'no operator'}{rerank}, one ranked pool; budget {plan.get('budget_tokens', '?')} tokens"
            f"{' (widened once)' if answer.escalated else ''}"]
     if answer.rcs is not None and answer.tau is not None:
         relation = ">=" if answer.rcs >= answer.tau else "<"

@@ -50,12 +50,11 @@ def print_retrieval(result) -> None:
     console.print(f"[bold]entities[/bold] {escape(links)}")
     for note in a.notes:
         console.print(f"[yellow]note[/yellow] {escape(note)}")
-    shares = ", ".join(f"{op} {share:.0%}" for op, share in p.shares.items())
-    console.print(f"[bold]plan[/bold] {' → '.join(p.operators) or 'nothing'}  [dim]budget {p.budget_tokens} tokens: {shares}; graph {p.graph}[/dim]")
+    console.print(f"[bold]plan[/bold] {' → '.join(p.operators) or 'nothing'}  [dim]budget {p.budget_tokens} tokens; graph {p.graph}[/dim]")
     for reason in p.reasons[1:]:
         console.print(f"  [dim]- {escape(reason)}[/dim]")
     for hint in result.hints:
-        console.print(f"[bold]{hint.kind}[/bold] {escape(hint.text)}")
+        console.print(f"[bold]{hint.kind}[/bold] {escape(hint.text)}  [dim](from {', '.join(hint.passage_ids[:4])})[/dim]")
     table = Table(title=f"evidence: {len(result.evidence)} spans, {result.evidence_tokens} tokens")
     table.add_column("#", justify="right")
     table.add_column("passage", no_wrap=True)
@@ -64,8 +63,9 @@ def print_retrieval(result) -> None:
     table.add_column("text", ratio=1, overflow="fold")
     for ev in result.evidence:
         text = " ".join(ev.text.split())
+        found = ", ".join(ev.operators) + (f" (via {', '.join(ev.entities)})" if ev.entities else "")
         table.add_row(str(ev.rank), ev.passage_id, f"{ev.start}-{ev.end}{' (part)' if ev.trimmed else ''}",
-                      ", ".join(ev.operators), escape(text if len(text) <= 200 else text[:199] + "…"))
+                      escape(found), escape(text if len(text) <= 200 else text[:199] + "…"))
     console.print(table)
     steps = {k: v for k, v in result.timings_ms.items() if k not in ("total",)}
     console.print("[dim]" + "  ".join(f"{k} {v:.0f} ms" for k, v in steps.items()) +

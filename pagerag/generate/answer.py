@@ -102,14 +102,16 @@ def recite(text: str, excerpts: list[Excerpt], question: str, threshold: float) 
 # LLM answer
 
 
-def answer_messages(question: str, excerpts: list[Excerpt], allow_refusal: bool = True) -> Messages:
+def answer_messages(question: str, excerpts: list[Excerpt], allow_refusal: bool = True,
+                    graph_context: str = "") -> Messages:
+    """`graph_context`: the labelled block of context.graph_context ("" for none)."""
     return render_prompt("answer", excerpts=render_excerpts(excerpts), question=question,
-                         refusal_rule=REFUSAL_RULE if allow_refusal else "")
+                         refusal_rule=REFUSAL_RULE if allow_refusal else "", graph_context=graph_context)
 
 
 def llm_answer(llm: LLM, question: str, excerpts: list[Excerpt], *, max_tokens: int, temperature: float,
-               allow_refusal: bool = True) -> tuple[CheckedAnswer, object]:
+               allow_refusal: bool = True, graph_context: str = "") -> tuple[CheckedAnswer, object]:
     """(checked answer, completion) from the LLM."""
-    completion = llm.complete(answer_messages(question, excerpts, allow_refusal), max_tokens=max_tokens,
+    completion = llm.complete(answer_messages(question, excerpts, allow_refusal, graph_context), max_tokens=max_tokens,
                               temperature=temperature)
     return check_citations(completion.text, excerpts), completion

@@ -157,3 +157,37 @@ def _merge(chosen: list[Window]) -> list[tuple[int, int, Window, float]]:
 
 def fold_space(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
+
+
+# --------------------------------------------------------------------------------------------
+# Graph context: what the graph says beside the excerpts (never cited itself)
+
+HINT_LABELS = {"point": "key point", "path": "path", "community": "community"}
+
+
+def graph_context(hints: Sequence, excerpts: Sequence[Excerpt], max_tokens: int,
+                  encoding: str = "cl100k_base") -> str:
+    """The labelled graph-context block of the judge and answer prompts ("" when there is none).
+
+    Only a hint drawn from a shown excerpt is kept, and it names that excerpt: a statement from
+    the graph can then be cited only through the passage it came from. Key points of the global
+    map-reduce first, then paths, then community summaries, each best first, up to `max_tokens`."""
+    if max_tokens <= 0 or not hints or not excerpts:
+        return ""
+    order = {kind: i for i, kind in enumerate(HINT_LABELS)}
+    lines, used = [], 0
+    for hint in sorted(hints, key=lambda h: (order.get(h.kind, len(order)), -h.score)):
+        refs = sorted({e.n for e in excerpts if e.passage_id in set(hint.passage_ids)})
+        if not refs:
+            continue
+        line = f"- {HINT_LABELS.get(hint.kind, hint.kind)}: {fold_space(hint.text)} (from {', '.join(f'[{n}]' for n in refs)})"
+        cost = count_tokens(line, encoding)
+        if used + cost > max_tokens:
+            continue
+        lines.append(line.replace("<<<", "< < <").replace(">>>", "> > >"))
+        used += cost
+    if not lines:
+        return ""
+    return ("\nGraph context: what the book's entity graph links to these excerpts. It is not evidence and "
+            "cannot be cited; cite only the numbered excerpts.\n<<<\n" + "\n".join(lines) + "\n>>>\n")
+

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..settings import Settings
 from .answer import answer_support, check_citations, llm_answer, recite
-from .context import build_excerpts, evidence_windows, make_idf, score_windows, window_vectors
+from .context import build_excerpts, evidence_windows, graph_context, make_idf, score_windows, window_vectors
 from .extractive import extractive_answer
 from .gate import rcs_gate
 from ..llm import LLM, charged
@@ -96,14 +96,14 @@ def ask(question: str, pipe: Session) -> Answer:
         excerpts = build_excerpts(windows, pipe.state, cfg.context_tokens, settings.chunk.encoding, first=first)
     if cfg.evidence_constraint:
         with _Timer(costs, "judge") as cost:
-            verdict = judge_sufficiency(retrieval.question, excerpts, support, pipe.llm, cfg, cost)
+            verdict = judge_sufficiency(retrieval.question, excerpts, support, pipe.llm, cfg, cost, retrieval.hints)
         answer.verdict = verdict
         if not verdict.sufficient:
             return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {verdict.missing}.")
     else:
         answer.verdict = Verdict(True, "skipped", detail="generate.evidence_constraint = false")
     with _Timer(costs, "answer") as cost:
-        return _compose(answer, support, excerpts, pipe, cost)
+        return _compose(answer, support, excerpts, pipe, cost, retrieval.hints)
 
 
 def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[str, StageCost]):
@@ -154,7 +154,7 @@ def _support(retrieval, pipe: Session) -> tuple[Support, list]:
     return support, windows
 
 
-def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, cost: StageCost) -> Answer:
+def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, cost: StageCost, hints=()) -> Answer:
     cfg = pipe.settings.generate
     if pipe.llm is None:
         text, cited = extractive_answer(support, pipe.state, pipe.settings.chunk.encoding)
@@ -164,9 +164,11 @@ def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, co
     else:
         if not excerpts:
             return _refuse(answer, UNSUPPORTED, "No evidence was retrieved, so no answer can be cited.")
+        context = graph_context(hints, excerpts, cfg.graph_context_tokens) if cfg.graph_context else ""
         checked, _ = charged(pipe.llm, cost, lambda: llm_answer(
             pipe.llm, answer.question, excerpts, max_tokens=cfg.answer_max_tokens,
-            temperature=pipe.settings.llm.temperature, allow_refusal=cfg.evidence_constraint and cfg.answer_may_abstain))
+            temperature=pipe.settings.llm.temperature, allow_refusal=cfg.evidence_constraint and cfg.answer_may_abstain,
+            graph_context=context))
         if checked.abstained:
             return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: the answerer found no statement of the "
                            "answer in the excerpts.")

@@ -24,6 +24,7 @@ from ..settings import GenerateSettings
 from ..llm import LLM, charged, parse_json_object, render_prompt
 from ..records import Excerpt, StageCost, Verdict
 from .answer import render_excerpts
+from .context import graph_context
 from .support import TYPE_WORDS, Support
 
 MISSING_LIMIT = 200
@@ -51,9 +52,10 @@ def type_check_verdict(support: Support) -> Verdict | None:
 
 
 def logprob_verdict(llm: LLM, question: str, excerpts: list[Excerpt], threshold: float,
-                    cost: StageCost) -> Verdict | None:
+                    cost: StageCost, graph_context: str = "") -> Verdict | None:
     """P(yes) judge; None when the backend cannot give log-probabilities."""
-    messages = render_prompt("judge_sufficiency_yesno", excerpts=render_excerpts(excerpts), question=question)
+    messages = render_prompt("judge_sufficiency_yesno", excerpts=render_excerpts(excerpts), question=question,
+                             graph_context=graph_context)
     p_yes = charged(llm, cost, lambda: llm.yes_no_logprob(messages))
     if p_yes is None:
         return None
@@ -62,10 +64,11 @@ def logprob_verdict(llm: LLM, question: str, excerpts: list[Excerpt], threshold:
     return Verdict(sufficient, "logprob", missing, round(float(p_yes), 4), f"threshold {threshold}")
 
 
-def json_verdict(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCost) -> Verdict:
+def json_verdict(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCost, graph_context: str = "") -> Verdict:
     """The JSON judge. A reply that cannot be read as a verdict is an insufficient verdict (the
     judge did not say the evidence suffices); a transport failure still raises BackendError."""
-    messages = render_prompt("judge_sufficiency", excerpts=render_excerpts(excerpts), question=question)
+    messages = render_prompt("judge_sufficiency", excerpts=render_excerpts(excerpts), question=question,
+                             graph_context=graph_context)
     completion = charged(llm, cost, lambda: llm.complete(messages, max_tokens=80, temperature=0.0, json_mode=True))
     try:
         reply = parse_json_object(completion.text, ("sufficient",), source="the sufficiency judge")
@@ -84,9 +87,12 @@ def json_verdict(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCo
 
 
 def judge_sufficiency(question: str, excerpts: list[Excerpt], support: Support, llm: LLM | None,
-                      cfg: GenerateSettings, cost: StageCost) -> Verdict:
-    """s(q, E) by the configured judge (see the module docstring)."""
-    verdict = _judge(question, judge_excerpts(excerpts, cfg.judge_context_tokens), support, llm, cfg, cost)
+                      cfg: GenerateSettings, cost: StageCost, hints=()) -> Verdict:
+    """s(q, E) by the configured judge (see the module docstring); `hints`: the retrieval's graph
+    context, shown beside the excerpts it was drawn from (generate.graph_context)."""
+    shown = judge_excerpts(excerpts, cfg.judge_context_tokens)
+    context = graph_context(hints, shown, cfg.graph_context_tokens) if cfg.graph_context else ""
+    verdict = _judge(question, shown, support, llm, cfg, cost, context)
     verdict.rule = support.sufficient
     return verdict
 
@@ -105,7 +111,7 @@ def judge_excerpts(excerpts: list[Excerpt], max_tokens: int) -> list[Excerpt]:
 
 
 def _judge(question: str, excerpts: list[Excerpt], support: Support, llm: LLM | None, cfg: GenerateSettings,
-           cost: StageCost) -> Verdict:
+           cost: StageCost, context: str = "") -> Verdict:
     method = cfg.judge
     if llm is None or method == "heuristic":
         return heuristic_verdict(support)
@@ -118,10 +124,10 @@ def _judge(question: str, excerpts: list[Excerpt], support: Support, llm: LLM | 
     if method in ("auto", "logprob"):
         # the model needs more confidence to overrule the no-LLM rule than to agree with it
         threshold = cfg.judge_threshold if support.sufficient else cfg.judge_threshold_overrule
-        verdict = logprob_verdict(llm, question, excerpts, threshold, cost)
+        verdict = logprob_verdict(llm, question, excerpts, threshold, cost, context)
         if verdict is not None:
             return verdict
         if method == "logprob":
             raise BackendError(f"generate.judge = logprob, but the {llm.name} backend gives no log-probabilities; "
                                "use judge = auto or json")
-    return json_verdict(llm, question, excerpts, cost)
+    return json_verdict(llm, question, excerpts, cost, context)

@@ -2,14 +2,12 @@
 
 The need is one of local (a fact about one thing), relational (how linked things relate),
 multi-hop (a chain: a statement then a question, nested "the X of the Y who…") and global
-(themes, arcs, summaries). Rules decide when the wording says it outright; otherwise the
-nearest-prototype classifier does (need_prototypes.toml, embedded once and cached); with
-`retrieve.router = "llm"` and an LLM configured, prompts/route_query asks the LLM. The analysis
-records who decided and why.
+(themes, arcs, summaries). A classifier fitted on the training books decides (need.py; its class
+probabilities go to the ranker as features); with `retrieve.router = "llm"` and an LLM
+configured, prompts/route_query asks the LLM. The analysis records who decided and why.
 """
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -20,32 +18,13 @@ from ..errors import BackendError, InputError
 from ..settings import Settings
 from ..text.sentences import split_sentences
 from . import linking
+from .need import load_need_model, need_of
 from ..records import NEEDS, Analysis, StageCost
 from .state import GraphView, RepoState
 
 Encode = Callable[[list[str]], np.ndarray]
 MAX_BRIDGES = 3
 
-_GLOBAL = re.compile(
-    r"\b(overall|over the course of|throughout|as a whole|(whole|entire) (book|story|novel|journey)|"
-    r"main (themes?|ideas?|points?|characters?|events?)|themes?|summari[sz]e|summary|in general|recurring|"
-    r"moral (of|does)|central (idea|conflict|theme)|what is the (book|story|novel) (mostly )?about)\b",
-    re.IGNORECASE,
-)
-_RELATIONAL = re.compile(
-    r"\b(relationship|related|relation to|in relation|connected|connection|connects?|linked|"
-    r"with respect to|acquainted|how does \w+(?: \w+)? (treat|regard|feel about)|(brother|sister|father|"
-    r"mother|son|daughter|wife|husband|uncle|aunt|nephew|niece|cousin|friend|employer|master) of)\b",
-    re.IGNORECASE,
-)
-# "the X of the Y who/that…": a nested description the answer has to resolve in two steps
-_NESTED = re.compile(r"\bthe \w+(?: \w+)? of the \w+(?: \w+)? (who|whom|that|which|whose)\b", re.IGNORECASE)
-# A single fact asked outright: a number, a date, a place, a name
-_FACT = re.compile(
-    r"^(according to [^,]+, )?(how (many|much|long|late|old|far|often|tall)|in what year|what year|on what date|"
-    r"(when|where) (did|does|do|is|was|were|will|would|had|has)|what is the name|what (colou?r|time|date|day|kind|sort|type|size)|which (year|day|month))\b",
-    re.IGNORECASE,
-)
 _LATIN = re.compile(r"[A-Za-z]")
 
 
@@ -61,73 +40,11 @@ def validate_question(question: str, max_chars: int) -> str:
     return question
 
 
-def rule_need(question: str, n_linked: int) -> tuple[str | None, str]:
-    """(need, reason) when the wording decides, else (None, "")."""
-    if m := _GLOBAL.search(question):
-        return "global", f"global cue '{m.group(0)}'"
-    if len(split_sentences(question)) >= 2:
-        return "multi-hop", "a statement followed by a question (two evidence sites)"
-    if m := _NESTED.search(question):
-        return "multi-hop", f"nested description '{m.group(0)}'"
-    if m := _RELATIONAL.search(question):
-        return "relational", f"relational cue '{m.group(0)}'"
-    if m := _FACT.search(question):
-        return "local", f"single-fact question '{m.group(0)}'"
-    return None, ""
-
-
-
-@functools.lru_cache(maxsize=4)
-def _prototype_texts() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    import tomllib
-    from pathlib import Path
-
-    data = tomllib.loads((Path(__file__).with_name("need_prototypes.toml")).read_text(encoding="utf-8"))
-    labels, texts = [], []
-    for need in NEEDS:
-        for text in data.get(need, []):
-            labels.append(need)
-            texts.append(text)
-    return tuple(labels), tuple(texts)
-
-
-_PROTOTYPE_VECTORS: dict[str, np.ndarray] = {}
-
-
-def prototype_vectors(model: str, encode: Encode) -> tuple[list[str], np.ndarray]:
-    """Labels and embeddings of the prototype questions (once per process, disk-cached)."""
-    from .state import _cached_vectors
-
-    labels, texts = _prototype_texts()
-    if model not in _PROTOTYPE_VECTORS:
-        safe = re.sub(r"[^A-Za-z0-9]+", "_", model)[-40:]
-        _PROTOTYPE_VECTORS[model] = _cached_vectors(f"prototypes-{safe}", list(texts), encode)
-    return list(labels), _PROTOTYPE_VECTORS[model]
-
-
-def prototype_scores(question_vec: np.ndarray, labels: list[str], vectors: np.ndarray, top: int = 3) -> dict[str, float]:
-    """Per need, the mean of its `top` best cosines to the question."""
-    sims = vectors @ question_vec
-    out = {}
-    for need in NEEDS:
-        mine = np.sort(sims[[i for i, l in enumerate(labels) if l == need]])[::-1][:top]
-        out[need] = round(float(mine.mean()), 4) if mine.size else 0.0
-    return out
-
-
-def classify_need(question: str, question_vec: np.ndarray, n_linked: int, model: str, encode: Encode
-                  ) -> tuple[str, str, str, dict[str, float]]:
-    """(need, decided_by, reason, prototype scores)."""
-    labels, vectors = prototype_vectors(model, encode)
-    scores = prototype_scores(question_vec, labels, vectors)
-    need, reason = rule_need(question, n_linked)
-    if need is not None:
-        return need, "rules", reason, scores
-    ranked = sorted(scores, key=scores.get, reverse=True)
-    best, second = ranked[0], ranked[1]
-    return best, "prototype", (
-        f"nearest prototypes: {best} {scores[best]:.2f} vs {second} {scores[second]:.2f}"
-    ), scores
+def classify_need(question: str, question_vec: np.ndarray) -> tuple[str, str, str, dict[str, float]]:
+    """(need, decided_by, reason, class probabilities) from the fitted classifier (need.py)."""
+    probabilities = load_need_model().probabilities(question, question_vec)
+    need, reason = need_of(question, probabilities)
+    return need, "classifier", reason, probabilities
 
 
 def llm_need(question: str, analysis: Analysis, llm, cost: StageCost) -> tuple[str, str]:
@@ -214,8 +131,7 @@ def analyse(question: str, state: RepoState, settings: Settings, encode: Encode,
         notes.append("graph disabled by the pipeline (retrieve.graph = none): no entity linking")
     linked = link_question(question, view, settings, encode)
     linked.question_vec = np.asarray(linked.question_vec, dtype=np.float32)
-    need, decided_by, reason, scores = classify_need(question, linked.question_vec, len(linked.links),
-                                                     settings.embed.model, encode)
+    need, decided_by, reason, scores = classify_need(question, linked.question_vec)
     analysis = Analysis(question=question, links=linked.links, need=need, decided_by=decided_by, reason=reason,
                         need_scores=scores, mentions=linked.mentions, notes=notes)
     if settings.retrieve.router == "llm":

@@ -1,50 +1,47 @@
-"""Evidence E: cut the ordered pool to the budget B and turn it into spans of source text.
+"""Evidence E: cut the ranked pool to the budget B and turn it into spans of source text.
 
-Two passes. First each operator's share of B (in plan order) is filled with its own best
-passages — what is already chosen and was found by it counts — so a structural operator is not
-crowded out by the text floor; then what is left of B goes to the best remaining passages. A
-passage that does not fit may still give its best sentence window (from the rerank operator)
-when that fits: the span shrinks, the quote stays exact. Every span's text is sliced from the
-source it names, so it is exact by construction.
+The pool arrives in ranker order (ranker.py); passages are taken in that order while they fit.
+No operator has a reserved share: a graph candidate gets in only by outranking the text floor's
+marginal passage. The one exception is the floor's own top passage, which is always kept (the
+always-on textual floor of the paper). A passage that does not fit may still give its best sentence window (from the
+rerank operator) when that fits: the span shrinks, the quote stays exact. Every span's text is
+sliced from the source it names, so it is exact by construction.
 """
 from __future__ import annotations
 
 from ..offline import count_tokens, get_encoding
 from ..records import Evidence, Plan
-from .fusion import PoolItem
+from .pool import PoolItem
 from .state import RepoState
 
 MIN_TRIM_TOKENS = 24  # below this a trimmed window is not worth a citation
 
 
 def select(items: list[PoolItem], plan: Plan, state: RepoState, encoding: str = "cl100k_base") -> list[Evidence]:
-    """The evidence within the budget, in pool order, ranked 1..n."""
+    """The evidence within the budget, in pool order, ranked 1..n.
+
+    The text floor's top passage is always kept (whole, else its best window, else a prefix):
+    its tokens are set aside from the start, so nothing ranked anywhere can crowd it out."""
     budget = plan.budget_tokens
     chosen: dict[int, tuple[PoolItem, Evidence]] = {}
+    keep = floor_top(items)
+    kept = None
+    if keep is not None:
+        kept = _fit(keep, plan, state, budget, encoding, allow_trim=True) or _prefix(keep, plan, state, budget, encoding)
+    reserved = kept.n_tokens if kept is not None else 0
     used = 0
-    for op, share in plan.shares.items():
-        quota = int(share * budget)
-        # What is already chosen and was found by this operator counts toward its share too.
-        spent = sum(ev.n_tokens for it, ev in chosen.values() if op in it.operators)
-        for it in items:
-            if spent >= quota:
-                break
-            if op not in it.operators or it.row in chosen:
-                continue
-            ev = _fit(it, plan, state, min(quota - spent, budget - used), encoding, allow_trim=False)
-            if ev is None or _mostly_repeats(ev, chosen.values()):
-                continue
-            chosen[it.row] = (it, ev)
-            spent += ev.n_tokens
-            used += ev.n_tokens
     for it in items:
-        if it.row in chosen:
+        if it is keep and kept is not None:
+            chosen[it.row] = (it, kept)
+            used, reserved = used + reserved, 0
             continue
-        room = budget - used
-        if room < MIN_TRIM_TOKENS and chosen:
-            break
+        room = budget - used - reserved
+        if room < MIN_TRIM_TOKENS and (chosen or reserved):
+            if not reserved:
+                break
+            continue  # the floor's top is still to come
         ev = _fit(it, plan, state, room, encoding, allow_trim=True)
-        if ev is not None and not _mostly_repeats(ev, chosen.values()):
+        if ev is not None and not _mostly_repeats(ev, chosen.values()) and not (kept and _overlaps(ev, kept)):
             chosen[it.row] = (it, ev)
             used += ev.n_tokens
     if not chosen and items:
@@ -56,6 +53,15 @@ def select(items: list[PoolItem], plan: Plan, state: RepoState, encoding: str = 
     for rank, ev in enumerate(evidence, start=1):
         ev.rank = rank
     return evidence
+
+
+def floor_top(items: list[PoolItem]) -> PoolItem | None:
+    """The text floor's best passage in the pool (None without a text floor)."""
+    return next((it for it in items if it.operators.get("text", {}).get("rank") == 1), None)
+
+
+def _overlaps(ev: Evidence, kept: Evidence) -> bool:
+    return _mostly_repeats(ev, [(None, kept)])
 
 
 def _mostly_repeats(ev: Evidence, chosen) -> bool:
@@ -126,5 +132,5 @@ def _evidence(it: PoolItem, plan: Plan, state: RepoState, start: int, end: int, 
         n_tokens=tokens, operators=ops, scores=scores,
         paths=list(it.paths) if plan.structural_guidance else [],
         communities=list(it.communities) if plan.structural_guidance else [],
-        trimmed=trimmed,
+        trimmed=trimmed, entities=list(it.entities),
     )

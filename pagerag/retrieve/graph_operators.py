@@ -1,7 +1,9 @@
-"""Graph operators: neighbour O_n, path O_p and community O_c.
+"""Graph operators: neighbour O_n and path O_p (community O_c is in communities.py, PPR in ppr.py).
 
 Each reads the graph view the plan names (governed or raw) and turns structure back into the
-passages it came from (provenance), so graph evidence is always quotable source text.
+passages it came from (provenance), so graph evidence is always quotable source text. Passages
+hidden by `retrieve(exclude=...)` are never returned, and a path never crosses an edge whose
+every relation comes from hidden passages (its statement would quote them).
 """
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from .state import EdgeInfo, GraphView
 # How much graph strength counts against question similarity when ranking graph passages.
 STRUCTURE_WEIGHT = 0.25
 PASSAGES_PER_EDGE = 2
-PASSAGES_PER_COMMUNITY = 3
 MAX_PATH_ENDPOINTS = 4
 MAX_BRANCH = 60  # neighbours of a path endpoint explored for 3-hop paths (heaviest first)
 HUB_SPECIFICITY = 0.25  # idf share below which an entity is a hub (in ~1/3+ of a book's passages)
@@ -101,10 +102,11 @@ def path(query: Query) -> OperatorResult:
     passages behind each edge, and each path gets a one-line description."""
     view = view_for(query)
     ends = [l.entity_id for l in strong_links(query.analysis) if l.entity_id in view.nx][:MAX_PATH_ENDPOINTS]
+    visible = visible_relations(view, query)
     found: list[GraphPath] = []
     for a, b in itertools.combinations(dict.fromkeys(ends), 2):
-        found += [_describe(view, nodes, score) for nodes, score in
-                  paths_between(view, a, b, query.plan.max_hops, query.plan.max_paths, query.vector)]
+        found += [_describe(view, nodes, score, visible) for nodes, score in
+                  paths_between(view, a, b, query.plan.max_hops, query.plan.max_paths, query.vector, visible)]
     found.sort(key=lambda p: -p.score)
     chosen = found[: query.plan.max_paths]
     candidates: dict[int, Candidate] = {}
@@ -112,8 +114,7 @@ def path(query: Query) -> OperatorResult:
     for gp in chosen:
         rows_of_path: list[str] = []
         for u, v in zip(gp.nodes, gp.nodes[1:]):
-            info: EdgeInfo = view.nx[u][v]["info"]
-            pids = [pid for rid in info.relation_ids for pid in view.relation_by_id[rid].passage_ids]
+            pids = [pid for rid in visible(u, v) for pid in view.relation_by_id[rid].passage_ids]
             for row, sim in best_rows(query, pids, PASSAGES_PER_EDGE):
                 score = sim + STRUCTURE_WEIGHT * gp.score
                 cand = candidates.get(row)
@@ -129,13 +130,28 @@ def path(query: Query) -> OperatorResult:
     return OperatorResult("path", sorted(candidates.values(), key=lambda c: -c.score), hints)
 
 
-def paths_between(view: GraphView, a: str, b: str, max_hops: int, k: int, qvec: np.ndarray
-                  ) -> list[tuple[list[str], float]]:
+def visible_relations(view: GraphView, query: Query):
+    """edge (u, v) -> the ids of its relations that some visible passage states (all of them
+    when nothing is hidden)."""
+    if not query.exclude:
+        return lambda u, v: view.nx[u][v]["info"].relation_ids
+    hidden = {query.state.passages[r].passage_id for r in query.exclude}
+
+    def visible(u: str, v: str) -> list[str]:
+        return [rid for rid in view.nx[u][v]["info"].relation_ids
+                if any(pid not in hidden for pid in view.relation_by_id[rid].passage_ids)]
+
+    return visible
+
+
+def paths_between(view: GraphView, a: str, b: str, max_hops: int, k: int, qvec: np.ndarray,
+                  visible=None) -> list[tuple[list[str], float]]:
     """The k best simple paths a..b of at most `max_hops` edges, by bounded enumeration.
 
     Longer paths are only looked for when shorter ones do not already give k. A path's score is
     the geometric mean of its edge strengths, times 0.85 per extra hop, times how relevant and
-    specific its middle entities are (a hub like "man" is a poor bridge).
+    specific its middle entities are (a hub like "man" is a poor bridge). `visible(u, v)`, when
+    given, names the usable relations of an edge; an edge with none is not crossed.
     """
     g = view.nx
     if a == b or a not in g or b not in g:
@@ -154,6 +170,8 @@ def paths_between(view: GraphView, a: str, b: str, max_hops: int, k: int, qvec: 
             for y in set(g[x]) & nb_b:
                 if y not in (a, x, b):
                     paths.append([a, x, y, b])
+    if visible is not None:
+        paths = [p for p in paths if all(visible(u, v) for u, v in zip(p, p[1:]))]
     scored = [(p, _path_score(view, p, qvec)) for p in paths]
     scored.sort(key=lambda t: -t[1])
     return scored[:k]
@@ -170,12 +188,11 @@ def _path_score(view: GraphView, nodes: list[str], qvec: np.ndarray) -> float:
     return score
 
 
-def _describe(view: GraphView, nodes: list[str], score: float) -> GraphPath:
-    """"Syme —[recruited by]→ policeman ←[meets]— Gregory": the strongest relation per edge."""
+def _describe(view: GraphView, nodes: list[str], score: float, visible) -> GraphPath:
+    """"Syme —[recruited by]→ policeman ←[meets]— Gregory": the strongest visible relation per edge."""
     parts = [view.entity(nodes[0]).name]
     for u, v in zip(nodes, nodes[1:]):
-        info: EdgeInfo = view.nx[u][v]["info"]
-        rels = [view.relation_by_id[r] for r in info.relation_ids]
+        rels = [view.relation_by_id[r] for r in visible(u, v)]
         best = max(rels, key=lambda r: (r.kind == "svo", r.weight))
         label = best.label or best.kind
         arrow = f" —[{label}]→ " if best.source == u else f" ←[{label}]— "
@@ -183,37 +200,3 @@ def _describe(view: GraphView, nodes: list[str], score: float) -> GraphPath:
     return GraphPath(nodes=nodes, score=score, description="".join(parts))
 
 
-# --------------------------------------------------------------------------------------------
-# Community
-
-
-def community(query: Query) -> OperatorResult:
-    """O_c (map-reduce-lite): pick the communities whose title+summary best match the question,
-    keep each one's summary as a hint and its passages most similar to the question."""
-    view = view_for(query)
-    if not view.graph.communities or query.plan.max_communities == 0:
-        return OperatorResult("community", [])
-    vectors = query.state.community_vectors(view, query.encode)
-    sims = vectors @ query.vector
-    picked = []
-    for i in np.argsort(-sims, kind="stable"):
-        c = view.graph.communities[int(i)]
-        if any(c.parent == p.community_id or p.parent == c.community_id for p, _ in picked):
-            continue  # a parent or child of a picked community adds little
-        picked.append((c, float(sims[i])))
-        if len(picked) >= query.plan.max_communities:
-            break
-    candidates: dict[int, Candidate] = {}
-    hints = []
-    for c, csim in picked:
-        label = c.title or c.community_id
-        for row, sim in best_rows(query, c.passage_ids, PASSAGES_PER_COMMUNITY):
-            score = sim + STRUCTURE_WEIGHT * csim
-            cand = candidates.get(row)
-            if cand is None or score > cand.score:
-                candidates[row] = cand = Candidate(row=row, score=score, communities=cand.communities if cand else [],
-                                                   components={"similarity": round(sim, 4), "community": round(csim, 4)})
-            cand.communities.append(c.community_id)
-        hints.append(Hint(kind="community", text=f"{label}: {c.summary}".strip(), score=round(csim, 4),
-                          passage_ids=list(c.passage_ids[:PASSAGES_PER_COMMUNITY * 4])))
-    return OperatorResult("community", sorted(candidates.values(), key=lambda c: -c.score), hints)

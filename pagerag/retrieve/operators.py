@@ -38,6 +38,7 @@ class Candidate:
     components: dict[str, float] = field(default_factory=dict)
     paths: list[str] = field(default_factory=list)
     communities: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)  # the graph entities that led here (PPR provenance)
 
 
 @dataclass
@@ -45,6 +46,9 @@ class OperatorResult:
     name: str
     candidates: list[Candidate]  # best first
     hints: list[Hint] = field(default_factory=list)
+    # Scores an operator gives every passage (PPR mass, the nearest opened community), by name:
+    # the ranker reads them for candidates other operators proposed too.
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass

@@ -44,6 +44,8 @@ class GraphView:
     entity_vectors: np.ndarray
     community_by_id: dict[str, Community] = field(default_factory=dict)
     _community_vectors: np.ndarray | None = None
+    _ppr: Any = None  # ppr.PPRGraph, built on first use
+    _community_rows: Any = None  # per community: (passage rows, centrality), built on first use
 
     def entity(self, entity_id: str) -> Entity:
         return self.graph.entities[self.entity_row[entity_id]]
@@ -106,7 +108,13 @@ class RepoState:
 
     @functools.cached_property
     def key(self) -> str:
-        """A digest naming this repository version and this code (for on-disk caches)."""
+        """A digest naming this repository version and this code (for the pickled snapshot)."""
+        return hashlib.sha256(f"{self.data_key}|{_code_digest()}".encode()).hexdigest()[:20]
+
+    @functools.cached_property
+    def data_key(self) -> str:
+        """A digest naming this repository version only: for caches that are pure functions of its
+        data (window and community vectors), which a change to the query code must not throw away."""
         from ..repository import MANIFEST
 
         try:
@@ -114,7 +122,12 @@ class RepoState:
         except OSError:
             stamp = 0
         created = str(self.manifest.get("created", ""))
-        return hashlib.sha256(f"{self.path.resolve()}|{created}|{stamp}|{_code_digest()}".encode()).hexdigest()[:20]
+        return hashlib.sha256(f"{self.path.resolve()}|{created}|{stamp}".encode()).hexdigest()[:20]
+
+    @functools.cached_property
+    def token_counts(self) -> np.ndarray:
+        """Tokens per passage (the ranker's length feature)."""
+        return np.array([p.n_tokens for p in self.passages], np.float64)
 
     def source_text(self, doc_id: str) -> str:
         """The source document's text, read once per state (a question reads it many times)."""
@@ -148,11 +161,31 @@ class RepoState:
             raise RepositoryError(f"{self.path}: the {kind} graph is unreadable ({_short(exc)}); rebuild it") from None
         return build_view(kind, graph, vectors, n_passages=len(self.passages), dim=self.vectors.shape[1])
 
+    def ppr_graph(self, kind: str):
+        """The view's entity–passage PPR matrix (ppr.py), built once per process."""
+        view = self.view(kind)
+        if view._ppr is None:
+            from .ppr import build_ppr_graph
+
+            with self._lock:
+                view._ppr = build_ppr_graph(view, self.passage_index, len(self.passages))
+        return view._ppr
+
+    def community_rows(self, kind: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per community of the view: its passage rows and how central each is to it (built once)."""
+        view = self.view(kind)
+        if view._community_rows is None:
+            from .community import community_passage_centrality
+
+            with self._lock:
+                view._community_rows = community_passage_centrality(view, self.passage_index)
+        return view._community_rows
+
     def community_vectors(self, view: GraphView, embed) -> np.ndarray:
         """Title + summary embeddings of the view's communities, computed once (disk-cached)."""
         if view._community_vectors is None:
             view._community_vectors = _cached_vectors(
-                f"{self.key}-communities-{view.kind}", [f"{c.title}. {c.summary}" for c in view.graph.communities], embed,
+                f"{self.data_key}-communities-{view.kind}", [f"{c.title}. {c.summary}" for c in view.graph.communities], embed,
                 self.vectors.shape[1])
         return view._community_vectors
 

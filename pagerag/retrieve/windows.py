@@ -43,7 +43,7 @@ class WindowIndex:
         from ..offline import cache_root
 
         safe = re.sub(r"[^A-Za-z0-9]+", "_", self.model)[-40:]
-        return cache_root() / "retrieve" / f"{self.state.key}-windows-{safe}-{WINDOW_CHARS}.npz"
+        return cache_root() / "retrieve" / f"{self.state.data_key}-windows-{safe}-{WINDOW_CHARS}.npz"
 
     def windows_of(self, row: int) -> list[Window]:
         """The windows of passage `row`, cut once (vectors read from disk for other cuts are dropped)."""

@@ -1,0 +1,163 @@
+"""The community operator O_c: representative passages of the communities nearest the question.
+
+A global question (themes, how a character changes, what the book says about X) has its
+evidence spread over the book, so no single passage is close to it. The operator ranks the
+communities of the graph by how near they are to the question — half the cosine of their title
+and summary, half the mean cosine of their three nearest passages — and opens several of them
+(never a parent or child of one already opened, never a community of one entity). From each it
+returns its representative passages: the ones that mention the community's central members
+(weighted degree inside the community) and are near the question. Each opened community's
+summary becomes a hint; when passages are hidden (`retrieve(exclude=...)`), the summary loses
+every sentence quoted from them and every member named only in them.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..records import Community, Hint
+from ..text.sentences import split_sentences
+from .graph_operators import STRUCTURE_WEIGHT, view_for
+from .operators import Candidate, OperatorResult, Query, hide
+from .state import GraphView
+
+PASSAGES_PER_COMMUNITY = 3
+NEAREST_PASSAGES = 3  # a community's passage relevance: mean cosine of its best few passages
+SUMMARY_SHARE = 0.5  # of a community's relevance that comes from its title + summary vector
+MIN_ENTITIES = 2
+QUOTE_PROBE = 60  # characters of a summary sentence looked up in the hidden passages
+
+
+def community_passage_centrality(view: GraphView, passage_index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per community: (its passage rows, each row's centrality in [0, 1]) — the summed weighted
+    degree, inside the community, of the members the passage mentions."""
+    out = []
+    for community in view.graph.communities:
+        members = set(community.entity_ids)
+        weight: dict[int, float] = defaultdict(float)
+        for m in community.entity_ids:
+            if m not in view.entity_row:
+                continue
+            adjacency = view.nx[m] if m in view.nx else {}
+            degree = 1.0 + sum(data["info"].weight for other, data in adjacency.items() if other in members)
+            for pid in view.entity(m).passage_ids:
+                row = passage_index.get(pid)
+                if row is not None:
+                    weight[row] += degree
+        rows = np.fromiter(sorted(weight), np.int64, len(weight))
+        centrality = np.array([weight[r] for r in rows.tolist()], np.float64)
+        if centrality.size:
+            centrality /= centrality.max()
+        out.append((rows, centrality))
+    return out
+
+
+def community_relevance(query: Query, view: GraphView, passage_sims: np.ndarray) -> np.ndarray:
+    """Per community: SUMMARY_SHARE * cosine(question, title + summary) + the rest * mean cosine
+    of its NEAREST_PASSAGES best visible passages (-inf for a community it cannot open)."""
+    summary_sims = query.state.community_vectors(view, query.encode) @ query.vector
+    rows_of = query.state.community_rows(query.plan.graph)
+    relevance = np.full(len(view.graph.communities), -np.inf)
+    for i, community in enumerate(view.graph.communities):
+        rows, _ = rows_of[i]
+        if len(community.entity_ids) < MIN_ENTITIES or rows.size == 0:
+            continue
+        sims = passage_sims[rows]
+        k = min(NEAREST_PASSAGES, sims.size)
+        best = np.partition(sims, sims.size - k)[sims.size - k:]
+        if not np.isfinite(best).any():
+            continue  # every passage hidden
+        nearest = float(best[np.isfinite(best)].mean())
+        relevance[i] = SUMMARY_SHARE * float(summary_sims[i]) + (1 - SUMMARY_SHARE) * nearest
+    return relevance
+
+
+def pick_communities(view: GraphView, relevance: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """The `limit` most relevant openable communities, skipping the parent or child of one already
+    picked (it would repeat it): [(index, relevance)]."""
+    picked: list[tuple[int, float]] = []
+    communities = view.graph.communities
+    for i in np.argsort(-relevance, kind="stable").tolist():
+        if not np.isfinite(relevance[i]) or len(picked) >= limit:
+            break
+        c = communities[i]
+        if any(c.parent == communities[j].community_id or communities[j].parent == c.community_id for j, _ in picked):
+            continue
+        picked.append((i, float(relevance[i])))
+    return picked
+
+
+def community(query: Query) -> OperatorResult:
+    """O_c: representative passages of the nearest communities, with their summaries as hints."""
+    view = view_for(query)
+    if not view.graph.communities or query.plan.max_communities == 0:
+        return OperatorResult("community", [])
+    passage_sims = hide(query.state.vectors @ query.vector, query.exclude).astype(np.float64)
+    picked = pick_communities(view, community_relevance(query, view, passage_sims), query.plan.max_communities)
+    rows_of = query.state.community_rows(query.plan.graph)
+    hidden = HiddenText(query)
+    member = np.zeros(len(query.state.passages))  # per passage: relevance of the best opened community holding it
+    candidates: dict[int, Candidate] = {}
+    hints = []
+    for rank, (i, relevance) in enumerate(picked, start=1):
+        c = view.graph.communities[i]
+        rows, centrality = rows_of[i]
+        scores = passage_sims[rows] + STRUCTURE_WEIGHT * centrality
+        chosen = [j for j in np.argsort(-scores, kind="stable")[:PASSAGES_PER_COMMUNITY].tolist()
+                  if np.isfinite(scores[j])]
+        for j in chosen:
+            row, score = int(rows[j]), float(scores[j]) + STRUCTURE_WEIGHT * relevance
+            cand = candidates.get(row)
+            if cand is None or score > cand.score:
+                candidates[row] = cand = Candidate(
+                    row=row, score=score, communities=cand.communities if cand else [],
+                    components={"similarity": round(float(passage_sims[row]), 4), "community": round(relevance, 4),
+                                "centrality": round(float(centrality[j]), 4), "community_rank": rank})
+            cand.communities.append(c.community_id)
+        text = hidden.visible_summary(view, c, rows)
+        hints.append(Hint(kind="community", text=text, score=round(relevance, 4),
+                          passage_ids=[query.state.passages[int(rows[j])].passage_id for j in chosen]))
+        member[rows] = np.maximum(member[rows], relevance)
+    return OperatorResult("community", sorted(candidates.values(), key=lambda c: -c.score), hints,
+                          vectors={"community_member": member})
+
+
+class HiddenText:
+    """The text of the passages hidden from this question, to keep it out of graph context."""
+
+    def __init__(self, query: Query):
+        self.state = query.state
+        self.hidden_ids = {query.state.passages[r].passage_id for r in query.exclude}
+        self.folded = [_fold(query.state.passages[r].text) for r in sorted(query.exclude)]
+        self._cache: dict[int, str] = {}
+
+    def quotes(self, sentence: str) -> bool:
+        probe = _fold(sentence)[:QUOTE_PROBE]
+        return bool(probe) and any(probe in text for text in self.folded)
+
+    def visible_summary(self, view: GraphView, c: Community, rows: np.ndarray) -> str:
+        """"title: summary", less what only hidden passages say (see the module docstring)."""
+        label = c.title or c.community_id
+        if not self.hidden_ids:
+            return f"{label}: {c.summary}".strip()
+        members = [view.entity(m) for m in c.entity_ids if m in view.entity_row]
+        shown = [e.name for e in members if any(p not in self.hidden_ids for p in e.passage_ids)]
+        member_text = [self._folded_passage(int(r)) for r in rows.tolist()]
+        sentences = [c.summary[s:e] for s, e in split_sentences(c.summary)]
+        # the summary's own sentences are quotations of member passages; the rest is the entity list
+        body = [s for s in sentences if any(_fold(s)[:QUOTE_PROBE] in text for text in member_text)]
+        kept = [s for s in body if not self.quotes(s)]
+        names = sorted(shown, key=lambda n: (c.summary.find(n) < 0, c.summary.find(n)))[:8]
+        title = ", ".join(names[:3]) or c.community_id
+        head = f"Entities: {', '.join(names)}." if names else ""
+        return f"{title}: {' '.join([head, *kept]).strip()}".strip()
+
+    def _folded_passage(self, row: int) -> str:
+        if row not in self._cache:
+            self._cache[row] = _fold(self.state.passages[row].text)
+        return self._cache[row]
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split())
