@@ -193,21 +193,19 @@ def _tiktoken_row(encoding: str) -> tuple[str, str, str]:
 def _rcs_row(settings) -> tuple[str, str, str]:
     from ..generate.gate import load_rcs_model
 
-    if settings.generate.rcs_gate == "off":
-        return ("RCS model", "info", "generate.rcs_gate = off: the sufficiency judge alone decides")
     try:
         model, where = load_rcs_model(settings, None)
     except PageRAGError as exc:
         return ("RCS model", "missing", str(exc))
-    if model is None:
-        return ("RCS model", "info", f"{where}; until then the gate is skipped and the judge decides")
-    return ("RCS model", "ok", f"{where} (tau {model.tau:.3f}, {len(model.feature_names)} features)")
+    tau = model.tau_for(settings.generate.gate_cwar) if model.curve else model.tau
+    off = "; generate.rcs_gate = off: it refuses nothing, the sufficiency model reads it" if settings.generate.rcs_gate == "off" else ""
+    return ("RCS model", "ok", f"{where} (tau {tau:.3f}, {len(model.feature_names)} features){off}")
 
 
 def _prompts_row() -> tuple[str, str, str]:
     from ..resources import resource_dir
 
-    needed = ["answer", "judge_sufficiency", "judge_sufficiency_yesno"]
+    needed = ["answer", "judge_sufficiency_yesno"]
     folder = resource_dir("prompts")
     absent = [n for n in needed if not (folder / f"{n}.txt").is_file()]
     return ("prompts", "missing" if absent else "ok", f"{folder}" + (f" lacks {', '.join(absent)}" if absent else ""))
