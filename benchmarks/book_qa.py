@@ -13,8 +13,10 @@ skips what is there, so an interrupted run resumes):
         baselines from the test books' feature tables (`python -m pagerag.train.features --split test`)
   dev   both DEV sets ($PAGERAG_DATA_DIR/qa) through `ask` (extractive), RCS metrics from their
         retrieval (label: every gold quote inside the evidence; 0 when unanswerable)
-  llm   the local model (llm.gguf / PAGERAG_LLM__GGUF) through `ask` on all DEV questions and
-        `--llm-per-book` examples per test book (half answerable), and the plain RAG baseline with
+  baseline  only the plain RAG baseline of the llm stage
+  llm   the local model (llm.gguf / PAGERAG_LLM__GGUF) through `ask` on `--llm-dev-per-set` questions
+        of each DEV set (drawn with a fixed seed, 60% answerable like the sets) and `--llm-per-book`
+        examples per test book (half answerable), and the plain RAG baseline with
         the same model on the answerable ones (BM25 + dense fused, the top passages up to 1,500
         tokens, one answer prompt, no judge, no checks)
 Nothing here fits or chooses anything: the test books and DEV sets are only run, once, to report.
@@ -176,6 +178,20 @@ def stage_dev(repos: Path, work: Path, results: Results, system: str = "extracti
             results.add(row)
 
 
+def dev_sample(per_set: int, seed: int = 0) -> dict:
+    """Per DEV set, `per_set` questions in its own mix (60% answerable), drawn with a fixed seed."""
+    rng = random.Random(seed)
+    out = {}
+    for name, items in dev_items().items():
+        answerable = [q for q in items if q.answerable]
+        unanswerable = [q for q in items if not q.answerable]
+        rng.shuffle(answerable)
+        rng.shuffle(unanswerable)
+        k = round(per_set * len(answerable) / len(items))
+        out[name] = answerable[:k] + unanswerable[: per_set - k]
+    return out
+
+
 def llm_sample(corpus: Path, per_book: int, seed: int = 0):
     rng = random.Random(seed)
     out = []
@@ -190,21 +206,25 @@ def llm_sample(corpus: Path, per_book: int, seed: int = 0):
     return out
 
 
-def stage_llm(corpus: Path, repos: Path, work: Path, results: Results, per_book: int, baseline: bool) -> None:
+def local_llm() -> dict:
     from pagerag.settings import load_settings
 
     gguf = load_settings().llm.gguf
     if not gguf:
         raise SystemExit("error: the llm stage needs llm.gguf (PAGERAG_LLM__GGUF=$(../shared/tools/local-llm))")
-    llm = {"backend": "llamacpp", "gguf": gguf}
-    sample = llm_sample(corpus, per_book)
-    stage_dev(repos, work, results, "llm", llm)
+    return {"backend": "llamacpp", "gguf": gguf}
+
+
+def stage_llm(corpus: Path, repos: Path, work: Path, results: Results, per_book: int, per_set: int, baseline: bool) -> None:
+    llm = local_llm()
+    sample, dev = llm_sample(corpus, per_book), dev_sample(per_set)
+    stage_dev(repos, work, results, "llm", llm, dev)
     stage_test(corpus, repos, results, "llm", sample, llm)
     if baseline:
-        plain_rag(corpus, repos, work, results, llm, sample)
+        plain_rag(corpus, repos, work, results, llm, sample, dev)
 
 
-def plain_rag(corpus: Path, repos: Path, work: Path, results: Results, llm: dict, sample) -> None:
+def plain_rag(corpus: Path, repos: Path, work: Path, results: Results, llm: dict, sample, dev: dict) -> None:
     """BM25 + dense fused (no graph, no rerank), the top passages up to 1,500 tokens, one answer
     prompt (no way out offered), no judge, no checks: what a plain RAG system would answer."""
     from pagerag.api import PageRAG
@@ -220,7 +240,7 @@ def plain_rag(corpus: Path, repos: Path, work: Path, results: Results, llm: dict
         return Answer(question, "answered", completion.text, None, backend="llamacpp", costs={"answer": cost})
 
     settings = {"retrieve": {"operators": ["text"], "budget_tokens": 1500}}
-    for name, questions in dev_items().items():
+    for name, questions in dev.items():
         rag = PageRAG(dev_repo(name, repos, work), pipeline="passages-only", llm=llm, **settings)
         for q in questions:
             if q.answerable and ("plain-rag", name, q.id) not in results.done:
@@ -307,7 +327,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--work", type=Path, default=Path("/tmp/pagerag-book-qa"), help="Where the DEV-A repository is built.")
     ap.add_argument("--stages", default="lobo,test,dev")
-    ap.add_argument("--llm-per-book", type=int, default=16)
+    ap.add_argument("--llm-per-book", type=int, default=8, help="Test-book examples per book for the LLM (half answerable).")
+    ap.add_argument("--llm-dev-per-set", type=int, default=20, help="DEV questions per set for the LLM (its own mix).")
     ap.add_argument("--no-baseline", action="store_true")
     args = ap.parse_args()
     data_dir()
@@ -328,7 +349,10 @@ def main() -> int:
         stage_dev(args.repos, args.work, results)
         report["rcs_dev"] = rcs_dev(results)
     if "llm" in stages:
-        stage_llm(args.corpus, args.repos, args.work, results, args.llm_per_book, not args.no_baseline)
+        stage_llm(args.corpus, args.repos, args.work, results, args.llm_per_book, args.llm_dev_per_set, not args.no_baseline)
+    elif "baseline" in stages:  # the plain RAG baseline alone (it needs no fitted model)
+        plain_rag(args.corpus, args.repos, args.work, results, local_llm(), llm_sample(args.corpus, args.llm_per_book),
+                  dev_sample(args.llm_dev_per_set))
     groups = defaultdict(list)
     for r in results.rows:
         where = "DEV" if r["set"] in DEV else "test books"

@@ -202,6 +202,20 @@ def _compose(answer: Answer, ranked: list[Sentence], excerpts: list, pipe: Sessi
             answer.notes.append(f"the answer cited no excerpt; excerpt [{checked.citations[0].n}] bears it out and is cited")
     if not checked.citations:
         return _refuse(answer, UNSUPPORTED, "The answer cited no evidence excerpt, so it cannot be trusted.")
+    if pipe.llm is not None:  # an extractive answer is a quote of the excerpt it cites: nothing to check
+        refusal = _check_support(answer, checked, excerpts, cfg)
+        if refusal is not None:
+            return refusal
+    for citation in checked.citations:  # the one check of a quote: against the stored passage
+        citation.check(pipe.state.passage(citation.passage_id))
+    answer.answer, answer.citations = checked.text, checked.citations
+    return answer
+
+
+def _check_support(answer: Answer, checked, excerpts: list, cfg) -> Answer | None:
+    """The LLM answer's names and numbers must be in the excerpts it cites (the grounding check),
+    and most of its words in them or in the question; a wrong citation is moved to the shown
+    excerpt that bears the answer out, when one does. A refusal, or None when the answer stands."""
     support_share = answer_support(checked.text, checked.citations, answer.question)
     missing = ungrounded(checked.text, checked.citations, answer.question)
     if (support_share < cfg.min_answer_support or missing) and excerpts:
@@ -219,10 +233,7 @@ def _compose(answer: Answer, ranked: list[Sentence], excerpts: list, pipe: Sessi
     if support_share < cfg.min_answer_support:
         return _refuse(answer, UNSUPPORTED, f"The answer is not borne out by the excerpts it cites (only "
                        f"{support_share:.0%} of its words are in them or in the question).")
-    for citation in checked.citations:  # the one check of a quote: against the stored passage
-        citation.check(pipe.state.passage(citation.passage_id))
-    answer.answer, answer.citations = checked.text, checked.citations
-    return answer
+    return None
 
 
 def _refuse(answer: Answer, reason: str, message: str) -> Answer:

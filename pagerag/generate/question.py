@@ -130,6 +130,8 @@ def read_question(question: str) -> QuestionTerms:
 # --------------------------------------------------------------------------------------------
 # Candidates of the asked type in a piece of evidence
 
+_QUOTES = ("\"", "\u201c", "\u201d", "'", "\u2018")
+MAX_NAME_WORDS = 5
 _PATTERNS = {"money": MONEY, "year": YEAR, "date": DATE, "age": AGE, "count": NUMBER}
 
 
@@ -140,7 +142,9 @@ def type_candidates(kind: str, text: str, terms: QuestionTerms) -> list[tuple[in
     if kind in _PATTERNS:
         spans = [(m.start(), m.end()) for m in _PATTERNS[kind].finditer(text)]
     elif kind in ("person", "place"):
-        spans = [(n.start, n.end) for n in find_names(text) if n.words]
+        # capitalised runs only: a quoted string (which find_names also reads as a name) is speech
+        spans = [(n.start, n.end) for n in find_names(text)
+                 if n.words and text[max(0, n.start - 1): n.start] not in _QUOTES and len(n.words) <= MAX_NAME_WORDS]
     else:
         return []
     return [(s, e) for s, e in spans if text[s:e].strip() and text[s:e].lower() not in question]

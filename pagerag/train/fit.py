@@ -35,7 +35,18 @@ RCS_EXTRAS = ("bm25_rel_margin", "bm25_lift", "bm25_dense_agree", "q_mentions", 
               "bridge_head_hit", "evidence_redundancy", "qword_cov", "n_linked", "path_found")
 PRIORS = (1.0, 3.0, 10.0, 30.0)
 RANKER_LABELS = ("answer|evidence", "answer", "lenient")
-CWARS = (0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3)
+SUFF_CWARS = (0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35)
+GATE_CWARS = (0.3, 0.4, 0.5, 0.6)  # the gate always runs (rcs_gate = auto); "no gate" is an ablation
+SUFF_LABELS = ("suff", "answer_retrieved")
+# Feature groups whose worth is measured by leaving them out (the old hand-written rule's signals
+# among them: names found, attribute words covered, a candidate of the asked type).
+ABLATIONS = {
+    "rule signals (names_evidence, attr_span, top_names, top_attr)": ("names_evidence", "attr_span", "top_names", "top_attr"),
+    "answer-type signals (typed, top_cand, cand_top3)": ("typed", "top_cand", "cand_top3"),
+    "rcs": ("rcs",),
+    "dense (top_dense, max_dense)": ("top_dense", "max_dense"),
+}
+RANKER_ABLATIONS = {"answer-type candidates (cand, cand_miss)": ("cand", "cand_miss")}
 
 
 def books_of(examples: Sequence[Example]) -> list[str]:
@@ -188,26 +199,34 @@ def load_p_yes(path: Path) -> dict[str, float]:
 
 def run(features: Path, report_path: Path, write: bool, p_yes: Path | None, log) -> dict:
     examples = load_examples(read_tables(features, list(TRAIN_BOOKS)))  # test books' tables are never read
-    if p_yes is not None:
-        values = load_p_yes(p_yes)
-        for e in examples:
-            e.p_yes = values.get(e.id)
     log(f"{len(examples)} examples from {len(books_of(examples))} books")
     report: dict = {}
+    # 1. the book RCS: features and prior
     names, rcs_prior, trail = select_rcs(examples, log)
     report["rcs_selection"] = {"kept": names, "prior": rcs_prior, "trail": trail}
     report["rcs"] = rcs_report(examples, names, rcs_prior)
-    log(f"rcs: {json.dumps({k: v for k, v in report['rcs'].items() if k != 'per_book'})}")
+    log(f"rcs: {json.dumps({k: v for k, v in report['rcs'].items() if k != 'per_book'}, default=float)}")
     cfg = Config(rcs_features=names, rcs_prior=rcs_prior)
+    # 2. the ranker: label and prior, then what its answer-type features are worth
     ranker = {f"{label} prior {p}": lobo_ranker(examples, replace(cfg, ranker_label=label, ranker_prior=p))
               for label in RANKER_LABELS for p in (1.0, 10.0)}
     best = max(ranker, key=lambda k: (ranker[k]["top1_lenient"], ranker[k]["top1_positive"]))
     label, prior = best.split(" prior ")
     cfg = replace(cfg, ranker_label=label, ranker_prior=float(prior))
     report["ranker"] = ranker
-    log(f"ranker: chose {best}: {ranker[best]}")
-    ops = [Operating(g, s, esc, ext) for g in (None, *CWARS) for s in CWARS for esc in (True,) for ext in (True, False)
-           if g is None or g >= s]
+    report["ranker_ablations"] = {name: lobo_ranker(examples, replace(cfg, sentence_features=[
+        f for f in cfg.sentence_features if f not in drop])) for name, drop in RANKER_ABLATIONS.items()}
+    log(f"ranker: chose {best}: {ranker[best]}; ablations {report['ranker_ablations']}")
+    # 3. the sufficiency model: fitting label and prior, by held-out AUC-AC
+    probe = [Operating(None, 0.2)]
+    trials = {(lab, p): lobo_stack(examples, replace(cfg, suff_label=lab, suff_prior=p), probe)["suff"]
+              for lab in SUFF_LABELS for p in PRIORS}
+    lab, prior = max(trials, key=lambda k: trials[k]["auc_ac"])
+    cfg = replace(cfg, suff_label=lab, suff_prior=prior)
+    report["sufficiency_selection"] = {f"{k[0]} prior {k[1]}": v for k, v in trials.items()}
+    log(f"sufficiency: chose label {lab} prior {prior}: {trials[(lab, prior)]}")
+    # 4. operating points (target CWARs of gate and sufficiency, quote extension)
+    ops = [Operating(g, c, True, ext) for g in GATE_CWARS for c in SUFF_CWARS for ext in (True, False)]
     results = lobo_stack(examples, cfg, ops)
     pick = choose_operating(results, ops)
     op = ops[pick]
@@ -215,14 +234,69 @@ def run(features: Path, report_path: Path, write: bool, p_yes: Path | None, log)
     report["chosen"] = {**asdict(op), **scores(results["outcomes"][pick]), "by_kind": by_kind(results["outcomes"][pick]),
                         "per_book": per_fold(results["outcomes"][pick])}
     report["sufficiency"] = results["suff"]
+    report["config"] = asdict(cfg)
     log(f"chosen {op}: {json.dumps(scores(results['outcomes'][pick]))}")
+    # 5. what each feature group is worth at that operating point
+    report["ablations"] = {}
+    for name, drop in ABLATIONS.items():
+        trial = lobo_stack(examples, replace(cfg, sufficiency_features=[f for f in cfg.sufficiency_features
+                                                                         if f not in drop]), [op])
+        report["ablations"][name] = {**trial["suff"], **scores(trial["outcomes"][0])}
+        log(f"without {name}: {json.dumps(report['ablations'][name], default=float)}")
+    report["ablations"]["no gate (same sufficiency target)"] = scores(lobo_stack(examples, cfg, [replace(op, gate_cwar=None)])["outcomes"][0])
+    report["ablations"]["no escalation"] = scores(lobo_stack(examples, cfg, [replace(op, escalate=False)])["outcomes"][0])
     if write:
         stack = Stack.fit(examples, cfg)
         for path in write_models(stack, op, report, llm=False):
             log(f"wrote {path}")
+    if p_yes is not None:
+        report["llm"] = fit_llm(examples, cfg, op, p_yes, write, log)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=1, default=float) + "\n", encoding="utf-8")
     return report
+
+
+def fit_llm(examples: Sequence[Example], cfg: Config, op: Operating, p_yes: Path, write: bool, log) -> dict:
+    """The sufficiency model with the LLM's P(yes), on the examples where it was measured: held-out
+    by book against the no-LLM model on the same examples, then (with write) fitted on all."""
+    values = load_p_yes(p_yes)
+    for e in examples:
+        e.p_yes = values.get(e.id)
+    measured = [e for e in examples if e.p_yes is not None]
+    out = {"n": len(measured)}
+    llm_cfg = replace(cfg, llm=True)
+    for name, c in (("without P(yes)", cfg), ("with P(yes)", llm_cfg)):
+        # level 1 from every example, the sufficiency model and its curve from the measured ones
+        trial = lobo_stack_llm(examples, c)
+        out[name] = trial
+        log(f"llm sample, {name}: {json.dumps(trial, default=float)}")
+    if write:
+        stack = Stack.fit(examples, llm_cfg)
+        for path in write_models(stack, op, {"sufficiency": out["with P(yes)"]}, llm=True):
+            log(f"wrote {path}")
+    return out
+
+
+def lobo_stack_llm(examples: Sequence[Example], cfg: Config) -> dict:
+    """Held-out sufficiency scores on the P(yes) sample: AUC-AC, ECE, and the refusal rates at the
+    threshold each fold's own curve gives for each target CWAR."""
+    measured = [e for e in examples if e.p_yes is not None]
+    rows = []
+    for b in books_of(measured):
+        stack = Stack.fit([e for e in examples if e.book != b], replace(cfg, llm=True) if cfg.llm else cfg)
+        for e in measured:
+            if e.book == b:
+                p = stack.suff_score(e, "default")
+                rows.append((p, e.variants["default"].labels["suff"], e.kind == "answerable",
+                             {c: p >= stack.suff.tau_for(c) for c in SUFF_CWARS}))
+    labelled = [(p, y) for p, y, _, _ in rows if y is not None]
+    s, y = np.array([r[0] for r in labelled]), np.array([r[1] for r in labelled], dtype=np.float64)
+    rates = {}
+    for c in SUFF_CWARS:
+        ans = [r[3][c] for r in rows if r[2]]
+        neg = [r[3][c] for r in rows if not r[2]]
+        rates[str(c)] = {"correct_refusal": 1 - float(np.mean(neg)), "false_refusal": 1 - float(np.mean(ans))}
+    return {"auc_ac": auc_ac(s, y), "ece": ece(s, y), "brier": brier(s, y), "n": int(y.size), "by_target": rates}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,8 @@ from ..generate.sufficiency import LLM_FEATURE, SUFFICIENCY_FEATURES, aggregate,
 from .features import SENT_LABELS
 
 CURVE_POINTS = 400
+INNER_FOLDS = 5  # stacking folds inside a fit: the books split into this many groups
+_LEVEL1: dict[tuple, "Level1"] = {}  # level-1 fits by (what they fit, on which books): reused across configs
 
 
 @dataclass
@@ -77,6 +79,7 @@ class Config:
     ranker_prior: float = 3.0
     suff_prior: float = 3.0
     ranker_label: str = "answer|evidence"  # which SENT_LABELS columns make a positive sentence
+    suff_label: str = "suff"  # fitted on: suff (every statement or an answer sentence retrieved) | answer_retrieved
     llm: bool = False  # the sufficiency model also reads the LLM's P(yes)
 
 
@@ -119,13 +122,18 @@ def ranker_data(examples: Sequence[Example], cfg: Config) -> tuple[np.ndarray, n
 class Level1:
     rcs: RCSModel
     ranker: RCSModel
+    _memo: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def fit(cls, examples: Sequence[Example], cfg: Config) -> "Level1":
-        X, y = rcs_data(examples, cfg.rcs_features)
-        Xs, ys = ranker_data(examples, cfg)
-        return cls(fit_logistic_model(X, y, cfg.rcs_features, cfg.rcs_prior),
-                   fit_logistic_model(Xs, ys, cfg.sentence_features, cfg.ranker_prior))
+        key = (tuple(cfg.rcs_features), cfg.rcs_prior, tuple(cfg.sentence_features), cfg.ranker_prior, cfg.ranker_label,
+               frozenset(e.book for e in examples), len(examples))
+        if key not in _LEVEL1:
+            X, y = rcs_data(examples, cfg.rcs_features)
+            Xs, ys = ranker_data(examples, cfg)
+            _LEVEL1[key] = cls(fit_logistic_model(X, y, cfg.rcs_features, cfg.rcs_prior),
+                               fit_logistic_model(Xs, ys, cfg.sentence_features, cfg.ranker_prior))
+        return _LEVEL1[key]
 
     def rcs_score(self, v: Variant) -> float:
         return float(self.rcs.score(v.rcs))
@@ -140,10 +148,17 @@ class Level1:
         return order, probs[order]
 
     def sufficiency_features(self, e: Example, variant: str, llm: bool) -> dict[str, float]:
-        v = e.variants[variant]
-        order, probs = self.ranked(v)
-        ranked = [dict(zip(SENTENCE_FEATURES, v.sents[i])) for i in order]
-        feats = aggregate(ranked, probs.tolist(), v.level, self.rcs_score(v), e.typed)
+        key = (e.id, variant)
+        if key not in self._memo:
+            v = e.variants[variant]
+            order, probs = self.ranked(v)
+            ranked = [dict(zip(SENTENCE_FEATURES, v.sents[i])) for i in order[:3]]  # aggregate reads the best three
+            best = {"dense": float(v.sents[:, SENTENCE_FEATURES.index("dense")].max()) if len(v.sents) else 0.0,
+                    "lex": float(v.sents[:, SENTENCE_FEATURES.index("lex")].max()) if len(v.sents) else 0.0}
+            feats = aggregate(ranked, probs[:2].tolist(), v.level, self.rcs_score(v), e.typed)
+            feats["max_dense"], feats["max_lex"] = best["dense"], best["lex"]
+            self._memo[key] = feats
+        feats = dict(self._memo[key])
         if llm:
             feats[LLM_FEATURE] = p_yes_logit(e.p_yes if e.p_yes is not None else 0.5)
         return feats
@@ -181,22 +196,25 @@ class Stack:
         names = list(cfg.sufficiency_features) + ([LLM_FEATURE] if cfg.llm else [])
         stacked: list[tuple[Example, dict[str, float]]] = []
         rcs_held: list[tuple[float, float]] = []
-        for b in books:  # level-1 values of each book from models fitted without it
-            inner = Level1.fit([e for e in examples if e.book != b], cfg)
+        for fold in inner_folds(books):  # level-1 values of each book from models fitted without it
+            inner = Level1.fit([e for e in examples if e.book not in fold], cfg)
             for e in examples:
-                if e.book == b and _usable(e, cfg):
+                if e.book in fold and _usable(e, cfg):
                     stacked.append((e, inner.sufficiency_features(e, "default", cfg.llm)))
-                if e.book == b and e.variants["default"].labels["rcs"] is not None:
+                if e.book in fold and e.variants["default"].labels["rcs"] is not None:
                     rcs_held.append((inner.rcs_score(e.variants["default"]), e.variants["default"].labels["rcs"]))
         X = np.array([[f[n] for n in names] for _, f in stacked])
         y = np.array([e.variants["default"].labels["suff"] for e, _ in stacked], dtype=np.float64)
+        fit_y = np.array([_fit_label(e, cfg) for e, _ in stacked], dtype=np.float64)  # nan: left out of the fit
         group = np.array([e.book for e, _ in stacked])
         suff_held = np.zeros(y.size)
-        for b in books:  # the sufficiency model's own held-out scores, for its threshold curve
-            m = group == b
-            if m.any() and (~m).any():
-                suff_held[m] = fit_logistic_model(X[~m], y[~m], names, cfg.suff_prior).score_matrix(X[m])
-        suff = fit_logistic_model(X, y, names, cfg.suff_prior)
+        for fold in inner_folds(books):  # the sufficiency model's own held-out scores, for its threshold curve
+            m = np.isin(group, list(fold))
+            train = ~m & ~np.isnan(fit_y)
+            if m.any() and train.any():
+                suff_held[m] = fit_logistic_model(X[train], fit_y[train], names, cfg.suff_prior).score_matrix(X[m])
+        keep = ~np.isnan(fit_y)
+        suff = fit_logistic_model(X[keep], fit_y[keep], names, cfg.suff_prior)
         suff.curve = curve_of(suff_held, y)
         level1 = Level1.fit(examples, cfg)
         r = np.array(rcs_held)
@@ -208,6 +226,24 @@ class Stack:
         if key not in self._memo:
             self._memo[key] = float(self.suff.score(self.level1.sufficiency_features(e, variant, self.cfg.llm)))
         return self._memo[key]
+
+
+def inner_folds(books: Sequence[str], k: int = INNER_FOLDS) -> list[set[str]]:
+    """The books (sorted) dealt round-robin into k groups."""
+    ordered = sorted(books)
+    return [set(ordered[i::k]) for i in range(min(k, len(ordered)))]
+
+
+def _fit_label(e: Example, cfg: Config) -> float:
+    """The label the sufficiency model is fitted on: `suff`, or with `answer_retrieved` only the
+    clearest cases (an answer sentence retrieved vs unanswerable or nothing of the evidence
+    retrieved); nan for an example left out of the fit."""
+    labels = e.variants["default"].labels
+    if cfg.suff_label == "suff" or e.kind != "answerable":
+        return float(labels["suff"])
+    if labels["answer_retrieved"]:
+        return 1.0
+    return 0.0 if labels["suff"] == 0 else float("nan")
 
 
 def _usable(e: Example, cfg: Config) -> bool:
