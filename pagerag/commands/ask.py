@@ -104,8 +104,8 @@ def _diagnostics(answer) -> list[str]:
         out.append("RCS: not computed" + (" (evidence constraint off)" if answer.verdict and answer.verdict.method == "skipped" else ""))
     if answer.verdict is not None:
         v = answer.verdict
-        score = f", score {v.score:.2f}" if v.score is not None else ""
-        out.append(f"judge: {v.method}: {'sufficient' if v.sufficient else 'insufficient'}{score}")
+        detail = f"; {v.detail}" if v.detail else ""
+        out.append(f"sufficiency: {v.method}: {'sufficient' if v.sufficient else 'insufficient'}{detail}")
     out.append(f"backend: {answer.backend}; pipeline: {answer.pipeline}")
     tokens = ", ".join(f"{stage} {t['prompt']}+{t['completion']}" for stage, t in answer.tokens.items()
                        if t["prompt"] or t["completion"])

@@ -33,7 +33,7 @@ def test_text_output_has_answer_citations_and_diagnostics(carol_repo, gate_flag)
     out = result.output
     assert out.startswith("Answer: ") and "fifteen shillings" in out
     assert "[1] \u201c" in out and "carol_excerpt.txt, line " in out
-    for label in ("route: ", "RCS ", "judge: model: sufficient", "tokens (prompt+completion): none", "latency: "):
+    for label in ("route: ", "RCS ", "sufficiency: model: sufficient; P(sufficient) ", "tokens (prompt+completion): none", "latency: "):
         assert label in out
 
 
