@@ -7,7 +7,7 @@
     print(answer.to_dict())                          # the `pagerag ask --json` object
 
     PageRAG("carol.rag", pipeline="passages-only", llm="extractive",
-            generate={"judge_threshold": 0.6}, retrieve={"budget_tokens": 1500})
+            generate={"target_cwar": 0.1}, retrieve={"budget_tokens": 1500})
 
 Keyword overrides are settings sections given as dicts (`generate={...}`, `llm={...}`), and
 `llm="openai"` is a shortcut for `llm={"backend": "openai"}`. The repository, the embedding model and the LLM are loaded once
@@ -59,19 +59,22 @@ class PageRAG:
 
         forget_state(self.state.path)
 
-    def retrieve(self, question: str, budget: int | None = None):
+    def retrieve(self, question: str, budget: int | None = None, exclude: set[str] | None = None):
         """The evidence for `question` (a pagerag.records.Retrieval), without deciding. The LLM is
-        loaded only when the pipeline routes with it (`retrieve.router = llm`)."""
+        loaded only when the pipeline routes with it (`retrieve.router = llm`). `exclude`: passage
+        ids no operator may return (how the training corpus hides a question's evidence)."""
         from .retrieve.api import retrieve
 
         llm = self.llm if self.settings.retrieve.router == "llm" else None
-        return retrieve(_check(question), self.state, self.settings, budget=budget, encode=self.encode, llm=llm)
+        return retrieve(_check(question), self.state, self.settings, budget=budget, encode=self.encode, llm=llm,
+                        exclude=exclude)
 
-    def ask(self, question: str):
-        """Answer with citations, or refuse with a reason (a pagerag.records.Answer)."""
+    def ask(self, question: str, exclude: set[str] | None = None):
+        """Answer with citations, or refuse with a reason (a pagerag.records.Answer); `exclude` as
+        in `retrieve`."""
         from .generate.decide import Session, ask
 
-        return ask(_check(question), Session(self.settings, self.state, self.encode, self.llm))
+        return ask(_check(question), Session(self.settings, self.state, self.encode, self.llm), exclude=exclude)
 
 
 def _check(question: Any) -> str:

@@ -341,14 +341,14 @@ class Citation(Span):
 
 @dataclass
 class Verdict:
-    """s(q, E): is the evidence sufficient? `method`: logprob | json | heuristic | skipped."""
+    """s(q, E): does the evidence support an answer? `method`: model (the fitted sufficiency
+    model) | model+llm (the same with the LLM's P(yes) as a feature) | skipped."""
 
     sufficient: bool
     method: str
     missing: str = ""  # what the evidence lacks, in words, when insufficient
-    score: float | None = None  # P(yes) for logprob, the support score for heuristic
+    score: float | None = None  # the model's P(sufficient)
     detail: str = ""
-    rule: bool | None = None  # what the no-LLM rule said (also recorded beside an LLM judge)
 
 
 @dataclass

@@ -198,35 +198,33 @@ class ConfidenceSettings(_Section):
 
 
 class GenerateSettings(_Section):
-    evidence_constraint: bool = Field(True, description="RCS gate + sufficiency judge (off = no-evidence-constraint ablation).")
+    evidence_constraint: bool = Field(True, description="RCS gate + sufficiency model (off = no-evidence-constraint ablation).")
     rcs_gate: Literal["auto", "on", "off"] = Field(
-        "auto", description="Step 1 of the policy, the RCS gate. auto = gate only with a model calibrated for this "
-        "kind of text (confidence.model_path, or <repo>/rcs_model.json from `pagerag calibrate`); on = also with the "
-        "packaged model (calibrated on Wikipedia multi-hop retrieval); off = only the sufficiency judge decides."
+        "auto", description="Step 1 of the policy, the RCS gate, with the first model found: confidence.model_path, "
+        "<repo>/rcs_model.json (from `pagerag calibrate`), else the packaged book model (fitted on the training books); "
+        "auto and on are the same; off = no gate refusal (the RCS is still a feature of the sufficiency model)."
+    )
+    gate_cwar: float | None = Field(
+        None, gt=0.0, lt=1.0, description="Target confident-wrong-answer rate of the gate: tau is the smallest threshold "
+        "whose held-out CWAR (retrieval success) on the training books is at most this; empty = the packaged model's "
+        "own tau (its operating point, chosen by leave-books-out cross-validation). A calibrated repository model "
+        "always keeps its own tau."
+    )
+    target_cwar: float | None = Field(
+        None, gt=0.0, lt=1.0, description="Target confident-wrong-answer rate of the sufficiency decision: refuse when "
+        "P(the evidence supports an answer) is below the smallest threshold whose held-out CWAR on the training books "
+        "is at most this (lower = more refusals); empty = the packaged model's own tau (chosen by leave-books-out "
+        "cross-validation on the training books)."
     )
     escalate: bool = Field(
         True, description="When RCS < tau, widen the route once (all allowed operators, 1.5x budget) and re-score before refusing."
     )
-    judge: Literal["auto", "logprob", "json", "heuristic"] = Field(
-        "auto", description="Sufficiency judge: auto = yes/no log-probabilities when the LLM backend gives them, else a JSON "
-        "verdict; heuristic = the no-LLM rule (always used when there is no LLM)."
+    judge: Literal["auto", "model"] = Field(
+        "auto", description="Sufficiency: auto = with an LLM whose backend gives next-token log-probabilities, its P(yes) "
+        "is one more feature of the LLM sufficiency model (one short LLM call); model = the no-LLM model only."
     )
-    judge_threshold: float = Field(
-        0.4, ge=0.0, le=1.0, description="P(yes) the log-probability judge needs to call the evidence sufficient when the "
-        "no-LLM rule agrees it is (0.4 / 0.5 with judge_threshold_overrule: chosen on a 40-question DEV slice with the "
-        "local 1.5B model; benchmarks/answer.py --sweep re-measures them)."
-    )
-    judge_threshold_overrule: float = Field(
-        0.5, ge=0.0, le=1.0, description="P(yes) the log-probability judge needs to call the evidence sufficient when the "
-        "no-LLM rule found it insufficient (higher = the model needs more confidence to overrule the rule)."
-    )
-    judge_type_check: bool = Field(
-        True, description="Before an LLM judge, refuse questions asking for a sum, year, date, age, count or name when no "
-        "evidence sentence holds one near the question's words."
-    )
-    heuristic_coverage: float = Field(
-        0.2, ge=0.0, le=1.0, description="No-LLM judge: share (IDF-weighted) of the question's attribute words the evidence "
-        "passage must contain."
+    extend_short_quotes: bool = Field(
+        True, description="Extractive answers: a quoted sentence under 60 characters takes the sentence before it."
     )
     graph_context: bool = Field(
         True, description="Show the judge and the answerer the graph context behind the evidence (path statements, "
@@ -235,12 +233,12 @@ class GenerateSettings(_Section):
     )
     graph_context_tokens: int = Field(250, ge=0, description="Most tokens of graph context in a prompt.")
     context_tokens: int = Field(
-        700, ge=50, description="Evidence (tiktoken tokens) shown to the LLM answerer: the best sentence windows of the "
-        "retrieved passages, as numbered excerpts."
+        1500, ge=50, description="Evidence (tiktoken tokens) shown to the LLM answerer: the retrieved passages' sentence "
+        "windows, best-ranked first, as numbered excerpts."
     )
     judge_context_tokens: int = Field(
-        300, ge=50, description="Evidence the LLM judge reads: the first (best) excerpts up to this many tokens, a prefix "
-        "of the answerer's, so a local model reuses the evaluated prompt."
+        300, ge=50, description="Evidence the LLM's yes/no judgement reads: the first (best) excerpts up to this many "
+        "tokens, a prefix of the answerer's, so a local model reuses the evaluated prompt."
     )
     answer_max_tokens: int = Field(160, ge=8, description="Longest answer the LLM may write (tokens).")
     attribute_uncited: bool = Field(
@@ -248,12 +246,13 @@ class GenerateSettings(_Section):
         "instead of refusing; off = every uncited answer is refused as unsupported."
     )
     answer_may_abstain: bool = Field(
-        True, description="Offer the LLM answerer a way out (reply INSUFFICIENT) after the judge has called the evidence "
-        "sufficient: a second, more cautious refusal."
+        True, description="Offer the LLM answerer a way out (reply INSUFFICIENT) after the sufficiency model has called the "
+        "evidence sufficient: a second, more cautious refusal."
     )
     min_answer_support: float = Field(
-        0.5, ge=0.0, le=1.0, description="Share of an answer's content words that its cited excerpts (or the question) must "
-        "contain; below it the answer is refused as unsupported."
+        0.5, ge=0.0, le=1.0, description="Share of an LLM answer's content words that its cited excerpts (or the question) "
+        "must contain; below it the answer is refused as unsupported. Its names and numbers must be in the cited "
+        "excerpts whatever this says."
     )
 
 

@@ -104,8 +104,8 @@ def _diagnostics(answer) -> list[str]:
         out.append("RCS: not computed" + (" (evidence constraint off)" if answer.verdict and answer.verdict.method == "skipped" else ""))
     if answer.verdict is not None:
         v = answer.verdict
-        score = f", score {v.score:.2f}" if v.score is not None else ""
-        out.append(f"judge: {v.method}: {'sufficient' if v.sufficient else 'insufficient'}{score}")
+        detail = f"; {v.detail}" if v.detail else ""
+        out.append(f"sufficiency: {v.method}: {'sufficient' if v.sufficient else 'insufficient'}{detail}")
     out.append(f"backend: {answer.backend}; pipeline: {answer.pipeline}")
     tokens = ", ".join(f"{stage} {t['prompt']}+{t['completion']}" for stage, t in answer.tokens.items()
                        if t["prompt"] or t["completion"])
@@ -193,21 +193,19 @@ def _tiktoken_row(encoding: str) -> tuple[str, str, str]:
 def _rcs_row(settings) -> tuple[str, str, str]:
     from ..generate.gate import load_rcs_model
 
-    if settings.generate.rcs_gate == "off":
-        return ("RCS model", "info", "generate.rcs_gate = off: the sufficiency judge alone decides")
     try:
         model, where = load_rcs_model(settings, None)
     except PageRAGError as exc:
         return ("RCS model", "missing", str(exc))
-    if model is None:
-        return ("RCS model", "info", f"{where}; until then the gate is skipped and the judge decides")
-    return ("RCS model", "ok", f"{where} (tau {model.tau:.3f}, {len(model.feature_names)} features)")
+    tau = model.tau_for(settings.generate.gate_cwar) if model.curve else model.tau
+    off = "; generate.rcs_gate = off: it refuses nothing, the sufficiency model reads it" if settings.generate.rcs_gate == "off" else ""
+    return ("RCS model", "ok", f"{where} (tau {tau:.3f}, {len(model.feature_names)} features){off}")
 
 
 def _prompts_row() -> tuple[str, str, str]:
     from ..resources import resource_dir
 
-    needed = ["answer", "judge_sufficiency", "judge_sufficiency_yesno"]
+    needed = ["answer", "judge_sufficiency_yesno"]
     folder = resource_dir("prompts")
     absent = [n for n in needed if not (folder / f"{n}.txt").is_file()]
     return ("prompts", "missing" if absent else "ok", f"{folder}" + (f" lacks {', '.join(absent)}" if absent else ""))

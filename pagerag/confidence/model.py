@@ -1,4 +1,6 @@
-"""The RCS model: logistic regression on z-scored features, stored as a small JSON file.
+"""The RCS model: logistic regression on z-scored features, stored as a small JSON file. The
+same class holds the other fitted decisions of the question path (the sufficiency models and the
+sentence ranker of pagerag.generate): one logistic model, one file format.
 
 Fitting minimises the mean binary cross-entropy plus a small L2 penalty on the weights (not on
 the bias) with Newton's method, which for a dozen features converges in a few steps to the
@@ -77,6 +79,9 @@ class RCSModel:
     target_cwar: float = 0.2
     training: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    # [threshold, CWAR, coverage] points of held-out scores (cross-validated on the data the model
+    # was fitted on), so a threshold for any target CWAR can be read off without refitting
+    curve: list[list[float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.mean = np.asarray(self.mean, dtype=np.float64)
@@ -119,6 +124,14 @@ class RCSModel:
     def score_matrix(self, X: np.ndarray) -> np.ndarray:
         return _sigmoid(np.asarray(X, dtype=np.float64) @ self._coef + self._offset)
 
+    def tau_for(self, target_cwar: float | None) -> float:
+        """The smallest threshold whose held-out CWAR is at most `target_cwar` (the fitted tau when
+        the model has no curve or no target is given); above every score when none qualifies."""
+        if target_cwar is None or not self.curve:
+            return float(self.tau)
+        ok = [t for t, cwar, _ in self.curve if cwar <= target_cwar + 1e-12]
+        return float(min(ok)) if ok else float(max(t for t, _, _ in self.curve) + 1e-6)
+
     def confident(self, features: Mapping[str, float]) -> bool:
         """True when the score clears the calibrated threshold tau."""
         return self.score(features) >= self.tau
@@ -136,6 +149,7 @@ class RCSModel:
             "target_cwar": self.target_cwar,
             "training": self.training,
             "metrics": self.metrics,
+            "curve": self.curve,
         }
 
     def save(self, path: str | Path) -> Path:
@@ -153,7 +167,8 @@ class RCSModel:
         try:
             return cls(list(data["feature_names"]), data["mean"], data["std"], data["weights"],
                        float(data["bias"]), float(data["tau"]), float(data["target_cwar"]),
-                       dict(data.get("training", {})), dict(data.get("metrics", {})))
+                       dict(data.get("training", {})), dict(data.get("metrics", {})),
+                       [list(map(float, point)) for point in data.get("curve", [])])
         except (KeyError, TypeError, ValueError) as exc:
             raise PageRAGError(f"RCS model file is incomplete: {exc}") from None
 
@@ -169,6 +184,8 @@ class RCSModel:
 
 
 DEFAULT_MODEL_PATH = Path(__file__).with_name("default_rcs.json")
+# Fitted on the training books' own retrieval (pagerag.train.fit): the gate's model for books.
+BOOK_MODEL_PATH = Path(__file__).with_name("book_rcs.json")
 # phi1-phi9 only: for a pipeline that has hop-1/hop-2 score lists but not the evidence extras.
 PAPER_MODEL_PATH = Path(__file__).with_name("paper_rcs.json")
 

@@ -91,6 +91,77 @@ def answer_support(text: str, citations: list[Citation], question: str) -> float
     return sum(w in cited or w in asked for w in content) / len(content)
 
 
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+          "seventeen eighteen nineteen").split()
+_TENS = dict(zip("twenty thirty forty fifty sixty seventy eighty ninety".split(), range(20, 100, 10)))
+_NUMBER_VALUES = {w: i for i, w in enumerate(_UNITS)} | _TENS | {"hundred": 100, "thousand": 1000, "million": 10**6}
+_NUMBER_TOKEN = re.compile(r"\d[\d,]*(?:\.\d+)?|[A-Za-z]+(?:-[A-Za-z]+)?")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)[\"'\u201c\u2018(]*$")
+
+
+def numbers_in(text: str) -> list[str]:
+    """The numbers a text states, as canonical strings: digits ("1,200" -> "1200") and number
+    words ("fifteen" -> "15", "twenty-five" / "twenty five" -> "25"). "One" is left out: it is
+    more often a pronoun ("the old one") than a count."""
+    out: list[str] = []
+    tokens = [t.lower() for t in _NUMBER_TOKEN.findall(text)]
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok[0].isdigit():
+            out.append(tok.replace(",", "").rstrip("."))
+        else:
+            parts = tok.split("-")
+            if all(p in _NUMBER_VALUES for p in parts) and tok != "one":
+                value = sum(_NUMBER_VALUES[p] for p in parts)
+                if tok in _TENS and i + 1 < len(tokens) and tokens[i + 1] in _UNITS[1:10]:
+                    value += _NUMBER_VALUES[tokens[i + 1]]
+                    i += 1
+                out.append(str(value))
+        i += 1
+    return out
+
+
+def names_in(text: str, context: str = "") -> list[str]:
+    """The names a text states (text.names). A single capitalised word that opens a sentence may
+    be an ordinary word ("Yes", "Nothing"), so it counts only when it also stands capitalised
+    inside a sentence of the text or of `context` (the question, the excerpts)."""
+    from ..text.names import find_names
+
+    def inside(word: str, where: str) -> bool:
+        return any(not _SENTENCE_START.search(where[: m.start()])
+                   for m in re.finditer(rf"(?<![\w\u00c0-\u024f]){re.escape(word)}(?![\w\u00c0-\u024f])", where))
+
+    out = []
+    for name in find_names(text):
+        if not name.words:
+            continue
+        opener = len(name.words) == 1 and " " not in name.text and _SENTENCE_START.search(text[: name.start])
+        if opener and not (inside(name.text, text) or inside(name.text, context)):
+            continue
+        out.append(name.text)
+    return out
+
+
+def ungrounded(text: str, citations: list[Citation], question: str = "") -> list[str]:
+    """The names and numbers the answer states that none of its cited excerpts states: the
+    grounding check. Words of the question do not count as support (an answer may not take a
+    sum from the question: "earns twenty shillings [1]" against "fifteen shillings a week" is
+    unsupported, whatever the question said); the question only helps tell a name from an
+    ordinary word that opens a sentence."""
+    from ..text.names import find_names
+
+    body = _CITATION.sub(" ", text)
+    cited = " ".join(c.quote for c in citations)
+    cited_numbers = set(numbers_in(cited))
+    cited_words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", cited)}
+    missing = [n for n in numbers_in(body) if n not in cited_numbers]
+    stated = set(names_in(body, f"{question}\n{cited}"))
+    missing += [n.text for n in find_names(body)
+                if n.text in stated and not all(w.lower() in cited_words for w in n.words)]
+    return list(dict.fromkeys(missing))
+
+
 def recite(text: str, excerpts: list[Excerpt], question: str, threshold: float) -> list[Citation]:
     """The single excerpt that best bears the answer out, if it reaches `threshold`; else []."""
     scored = [(answer_support(text, [Citation.of(e)], question), e) for e in excerpts]

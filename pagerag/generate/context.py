@@ -1,11 +1,9 @@
 """From retrieved evidence to what the judge and the answerer read.
 
 The evidence E is cut into sentence windows (whole sentences, the rerank operator's windows);
-each window is scored against the question (embedding cosine plus IDF-weighted word overlap),
-and the best windows, up to `generate.context_tokens`, become the numbered excerpts an LLM sees
-and an answer cites as [n]. Keeping only the relevant windows is what holds a question under
-~2,000 prompt tokens for judge + answer while the retrieval budget stays at 2,000 tokens of
-passages. Every excerpt's text is checked against the source span it claims.
+the windows are ordered by their best sentence (the learned sentence ranker, sentences.py), and
+the best windows, up to `generate.context_tokens`, become the numbered excerpts an LLM sees and
+an answer cites as [n]. Every excerpt's text is checked against the source span it claims.
 """
 from __future__ import annotations
 
@@ -19,10 +17,8 @@ import numpy as np
 from ..offline import count_tokens
 from ..records import Evidence, Excerpt, Window
 from ..text.words import stems_of
-from .question import QuestionTerms
 
 Encode = Callable[[list[str]], np.ndarray]
-DENSE_WEIGHT = 0.6  # cosine and lexical coverage both lie in [0, 1]; cosine orders paraphrases better
 
 
 # --------------------------------------------------------------------------------------------
@@ -57,16 +53,6 @@ def evidence_windows(evidence: Sequence[Evidence], state, model: str) -> list[Wi
             for w in windows_within(state, model, state.passage_index[ev.passage_id], ev.start, ev.end)]
 
 
-def lexical_coverage(terms: QuestionTerms, text: str, idf: Callable[[str], float]) -> float:
-    """IDF-weighted share of the question's stems (names and attributes) found in `text`."""
-    stems = terms.all_stems
-    total = sum(idf(s) for s in stems)
-    if total <= 0:
-        return 0.0
-    present = stems_of(text)
-    return sum(idf(s) for s in stems if s in present) / total
-
-
 def window_vectors(windows: list[Window], state, model: str, encode: Encode) -> np.ndarray:
     """Embeddings of the windows: the window index's vectors for the passages' own windows
     (embedded once per passage), one batch of new embeddings for any other piece."""
@@ -90,20 +76,6 @@ def window_vectors(windows: list[Window], state, model: str, encode: Encode) -> 
         for i, vec in zip(missing, fresh):
             out[i] = vec
     return np.asarray(out, dtype=np.float32).reshape(len(windows), -1)
-
-
-def score_windows(windows: list[Window], terms: QuestionTerms, idf: Callable[[str], float],
-                  question_vec: np.ndarray | None = None, vectors: np.ndarray | None = None) -> None:
-    """Set each window's score: DENSE_WEIGHT * cosine + (1 - DENSE_WEIGHT) * lexical coverage
-    (lexical only when no vectors are given)."""
-    lexical = [lexical_coverage(terms, w.text, idf) for w in windows]
-    if question_vec is None or vectors is None or not windows:
-        for w, lex in zip(windows, lexical):
-            w.score = lex
-        return
-    cosines = np.asarray(vectors, dtype=np.float32) @ np.asarray(question_vec, dtype=np.float32)
-    for w, lex, cos in zip(windows, lexical, cosines):
-        w.score = DENSE_WEIGHT * float(cos) + (1 - DENSE_WEIGHT) * lex
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,17 +1,24 @@
 """The decision policy: answer with citations, or refuse and say why.
 
-    1. RCS gate: score the retrieval; if RCS < tau, widen the route once (all allowed operators,
-       1.5x budget) and re-score; still below tau -> refuse `low_retrieval_confidence`.
-    2. Sufficiency judge s(q, E) (sufficiency.py); insufficient -> refuse `insufficient_evidence`,
-       naming what is missing.
-    3. Answer from the evidence only: extractive (no LLM) or prompts/answer; every [n] must name
-       an excerpt; no valid citation, or an answer whose words its cited excerpts (and the
-       question) do not contain, -> refuse `unsupported_answer`.
+    1. RCS gate (gate.py): the book RCS model (or a calibrated one) scores the retrieval; if
+       RCS < tau, widen the route once (all allowed operators, 1.5x budget) and re-score; still
+       below tau -> refuse `low_retrieval_confidence`.
+    2. Sufficiency (sufficiency.py): the evidence is read sentence by sentence and ranked by the
+       learned sentence ranker (sentences.py); a fitted model gives P(the evidence supports an
+       answer) from those sentences, the evidence and the RCS -- with an LLM, its P(yes) is one
+       more feature of a second fitted model; P < tau -> refuse `insufficient_evidence`, naming
+       the weakest signal. Both taus come from held-out curves at the target CWARs
+       (`generate.gate_cwar`, `generate.target_cwar`).
+    3. Answer from the evidence only: extractive (the ranker's best sentence, quoted, with the
+       typed value it states first) or prompts/answer; every [n] must name an excerpt; an answer
+       whose names and numbers its cited excerpts do not state, or whose words they do not bear
+       out, -> refuse `unsupported_answer`.
 `generate.evidence_constraint = false` (the no-evidence-constraint ablation) skips 1 and 2, and
-the answer prompt then offers the model no way out; `generate.rcs_gate = off` skips 1 only.
+the answer prompt then offers the model no way out; `generate.rcs_gate = off` skips the gate's
+refusal (the RCS is still computed: the sufficiency model reads it).
 
-Nothing in the book text can change these steps: the gate reads scores, the heuristic reads
-words, an LLM reads the text as fenced data, and the decision to answer is taken here from
+Nothing in the book text can change these steps: the gate reads scores, the models read
+features, an LLM reads the text as fenced data, and the decision to answer is taken here from
 verified citations.
 """
 from __future__ import annotations
@@ -22,19 +29,18 @@ from typing import Callable
 
 import numpy as np
 
-from ..settings import Settings
-from .answer import answer_support, check_citations, llm_answer, recite
-from .context import build_excerpts, evidence_windows, graph_context, make_idf, score_windows, window_vectors
-from .extractive import extractive_answer
-from .gate import rcs_gate
 from ..llm import LLM, charged
-from .sufficiency import judge_sufficiency
-from .question import read_question
 from ..records import INSUFFICIENT, LOW_CONFIDENCE, UNSUPPORTED, Answer, StageCost, Verdict
-from .support import Support, assess
+from ..settings import Settings
+from .answer import answer_support, check_citations, llm_answer, recite, ungrounded
+from .context import build_excerpts, graph_context
+from .extractive import extractive_answer
+from .gate import GateResult, rcs_gate
+from .models import SUFFICIENCY, SUFFICIENCY_LLM, RANKER, book_rcs_model, packaged
+from .sentences import Reading, Sentence, rank_sentences, read_evidence, window_order
+from .sufficiency import LLM_FEATURE, aggregate, decide, evidence_level, judge_excerpts, llm_p_yes, p_yes_logit
 
 Encode = Callable[[list[str]], np.ndarray]
-FIRST_EXCERPTS = 2  # the rule's best sentences always reach the LLM's excerpts
 
 
 @dataclass
@@ -66,56 +72,53 @@ class _Timer:
             self.cost.latency_ms += (time.perf_counter() - self.t) * 1000
 
 
-def ask(question: str, pipe: Session) -> Answer:
-    """Run the policy for one question."""
+def ask(question: str, pipe: Session, exclude: set[str] | None = None) -> Answer:
+    """Run the policy for one question (`exclude`: passage ids no operator may return)."""
     from ..retrieve.api import retrieve
 
     settings, cfg = pipe.settings, pipe.settings.generate
     costs: dict[str, StageCost] = {}
     with _Timer(costs, "retrieve"):
-        retrieval = retrieve(question, pipe.state, settings, encode=pipe.encode, llm=pipe.llm)
+        retrieval = retrieve(question, pipe.state, settings, encode=pipe.encode, llm=pipe.llm, exclude=exclude)
     _charge_router(costs, retrieval)
     answer = Answer(question=retrieval.question, decision="answered", answer="", reason=None,
                     backend=pipe.backend, pipeline=settings.pipeline, costs=costs)
     _describe_route(answer, retrieval)
     answer.notes.extend(retrieval.analysis.notes)
-    if cfg.evidence_constraint and cfg.rcs_gate != "off":
-        retrieval, gate = _gate(question, retrieval, pipe, answer, costs)
-        if not gate.passed:
+    gate = None
+    if cfg.evidence_constraint:
+        retrieval, gate = _gate(question, retrieval, pipe, answer, costs, exclude)
+        if cfg.rcs_gate != "off" and not gate.passed:
             widened = " even after widening the route" if answer.escalated else ""
             return _refuse(answer, LOW_CONFIDENCE, f"The retrieval is not trustworthy enough to answer: its confidence "
                            f"score {gate.rcs:.2f} is below the threshold {gate.tau:.2f}{widened}.")
     with _Timer(costs, "evidence"):
-        support, windows = _support(retrieval, pipe)
-    excerpts = []
-    if pipe.llm is not None:
-        first = []
-        for r in support.ranked[:FIRST_EXCERPTS]:
-            if r.passes and all(r.window is not f for f in first):
-                first.append(r.window)
-        excerpts = build_excerpts(windows, pipe.state, cfg.context_tokens, settings.chunk.encoding, first=first)
+        reading, ranked = read_ranked(retrieval, pipe)
+    excerpts = llm_excerpts(reading, ranked, pipe) if pipe.llm is not None else []
     if cfg.evidence_constraint:
         with _Timer(costs, "judge") as cost:
-            verdict = judge_sufficiency(retrieval.question, excerpts, support, pipe.llm, cfg, cost, retrieval.hints)
+            verdict = _sufficiency(retrieval, reading, ranked, excerpts, gate, pipe, cost)
         answer.verdict = verdict
         if not verdict.sufficient:
             return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {verdict.missing}.")
     else:
         answer.verdict = Verdict(True, "skipped", detail="generate.evidence_constraint = false")
     with _Timer(costs, "answer") as cost:
-        return _compose(answer, support, excerpts, pipe, cost, retrieval.hints)
+        return _compose(answer, ranked, excerpts, pipe, cost, retrieval.hints)
 
 
-def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[str, StageCost]):
+def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[str, StageCost],
+          exclude: set[str] | None) -> tuple[object, GateResult]:
     from ..retrieve.api import retrieve
 
     with _Timer(costs, "gate"):
         gate = rcs_gate(retrieval, pipe.settings, pipe.state, pipe.encode)
     if gate.note:
         answer.notes.append(gate.note)
-    if not gate.passed and pipe.settings.generate.escalate:
+    if pipe.settings.generate.rcs_gate != "off" and not gate.passed and pipe.settings.generate.escalate:
         with _Timer(costs, "escalate"):
-            widened = retrieve(question, pipe.state, pipe.settings, escalate=True, encode=pipe.encode, llm=pipe.llm)
+            widened = retrieve(question, pipe.state, pipe.settings, escalate=True, encode=pipe.encode, llm=pipe.llm,
+                               exclude=exclude)
             second = rcs_gate(widened, pipe.settings, pipe.state, pipe.encode)
         _charge_router(costs, widened)
         answer.escalated = True
@@ -141,34 +144,59 @@ def _describe_route(answer: Answer, retrieval) -> None:
     answer.hints = [asdict(h) for h in retrieval.hints]
 
 
-def _support(retrieval, pipe: Session) -> tuple[Support, list]:
-    terms = read_question(retrieval.question)
-    windows = evidence_windows(retrieval.evidence, pipe.state, pipe.settings.embed.model)
-    idf = make_idf(pipe.state)
-    if windows:
-        qvec = np.asarray(pipe.encode([retrieval.question])[0], dtype=np.float32)
-        vectors = window_vectors(windows, pipe.state, pipe.settings.embed.model, pipe.encode)
-        score_windows(windows, terms, idf, qvec, vectors)
-    support = assess(terms, windows, {e.passage_id: e.text for e in retrieval.evidence}, idf,
-                     pipe.settings.generate.heuristic_coverage)
-    return support, windows
+def read_ranked(retrieval, pipe: Session) -> tuple[Reading, list[Sentence]]:
+    """The evidence read sentence by sentence, ranked by the packaged sentence ranker."""
+    reading = read_evidence(retrieval.question, retrieval.evidence, pipe.state, pipe.settings.embed.model, pipe.encode)
+    return reading, rank_sentences(reading.sentences, packaged(RANKER))
 
 
-def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, cost: StageCost, hints=()) -> Answer:
+def llm_excerpts(reading: Reading, ranked: list[Sentence], pipe: Session) -> list:
+    """The numbered excerpts an LLM reads: the evidence windows in the order of their best-ranked
+    sentence, up to `generate.context_tokens`."""
+    ordered = window_order(ranked, reading.windows)
+    for rank, w in enumerate(ordered):
+        w.score = float(len(ordered) - rank)  # build_excerpts takes the best-scored windows first
+    return build_excerpts(ordered, pipe.state, pipe.settings.generate.context_tokens, pipe.settings.chunk.encoding)
+
+
+def _sufficiency(retrieval, reading: Reading, ranked: list[Sentence], excerpts: list, gate: GateResult,
+                 pipe: Session, cost: StageCost) -> Verdict:
+    """P(the evidence supports an answer) from the fitted model (with the LLM's P(yes) as a feature
+    when there is an LLM that gives log-probabilities and `generate.judge = auto`)."""
+    cfg = pipe.settings.generate
+    rcs = float(book_rcs_model().score(gate.features))
+    features = aggregate([s.features for s in ranked], [s.prob for s in ranked],
+                         evidence_level(reading.terms, retrieval.evidence, reading.idf), rcs, reading.terms.answer.typed)
+    model, method = packaged(SUFFICIENCY), "model"
+    if pipe.llm is not None and cfg.judge == "auto":
+        shown = judge_excerpts(excerpts, cfg.judge_context_tokens)
+        p_yes = llm_p_yes(pipe.llm, retrieval.question, shown, cost, _graph_context(retrieval.hints, shown, pipe.settings))
+        if p_yes is not None:
+            features[LLM_FEATURE] = p_yes_logit(p_yes)
+            model, method = packaged(SUFFICIENCY_LLM), "model+llm"
+    return decide(model, features, model.tau_for(cfg.target_cwar), method, reading.terms)
+
+
+def _graph_context(hints, excerpts: list, settings: Settings) -> str:
+    cfg = settings.generate
+    return graph_context(hints, excerpts, cfg.graph_context_tokens, settings.chunk.encoding) if cfg.graph_context else ""
+
+
+def _compose(answer: Answer, ranked: list[Sentence], excerpts: list, pipe: Session, cost: StageCost,
+             hints=()) -> Answer:
     cfg = pipe.settings.generate
     if pipe.llm is None:
-        text, cited = extractive_answer(support, pipe.state, pipe.settings.chunk.encoding)
+        text, cited = extractive_answer(ranked, pipe.state, pipe.settings.chunk.encoding, cfg.extend_short_quotes)
         if not cited:
             return _refuse(answer, UNSUPPORTED, "No evidence sentence could be quoted as an answer.")
         checked = check_citations(text, cited)
     else:
         if not excerpts:
             return _refuse(answer, UNSUPPORTED, "No evidence was retrieved, so no answer can be cited.")
-        context = graph_context(hints, excerpts, cfg.graph_context_tokens) if cfg.graph_context else ""
         checked, _ = charged(pipe.llm, cost, lambda: llm_answer(
             pipe.llm, answer.question, excerpts, max_tokens=cfg.answer_max_tokens,
             temperature=pipe.settings.llm.temperature, allow_refusal=cfg.evidence_constraint and cfg.answer_may_abstain,
-            graph_context=context))
+            graph_context=_graph_context(hints, excerpts, pipe.settings)))
         if checked.abstained:
             return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: the answerer found no statement of the "
                            "answer in the excerpts.")
@@ -182,22 +210,38 @@ def _compose(answer: Answer, support: Support, excerpts: list, pipe: Session, co
             answer.notes.append(f"the answer cited no excerpt; excerpt [{checked.citations[0].n}] bears it out and is cited")
     if not checked.citations:
         return _refuse(answer, UNSUPPORTED, "The answer cited no evidence excerpt, so it cannot be trusted.")
-    support_share = answer_support(checked.text, checked.citations, answer.question)
-    if support_share < cfg.min_answer_support and excerpts:
-        # a small model often cites the wrong number: when another shown excerpt bears the
-        # answer out, cite that one instead (and say so)
-        better = recite(checked.text, excerpts, answer.question, cfg.min_answer_support)
-        if better:
-            answer.notes.append(f"citation(s) {[c.n for c in checked.citations]} did not bear the answer out; "
-                                f"cited {[c.n for c in better]} instead")
-            checked.citations, support_share = better, answer_support(checked.text, better, answer.question)
-    if support_share < cfg.min_answer_support:
-        return _refuse(answer, UNSUPPORTED, f"The answer is not borne out by the excerpts it cites (only "
-                       f"{support_share:.0%} of its words are in them or in the question).")
+    if pipe.llm is not None:  # an extractive answer is a quote of the excerpt it cites: nothing to check
+        refusal = _check_support(answer, checked, excerpts, cfg)
+        if refusal is not None:
+            return refusal
     for citation in checked.citations:  # the one check of a quote: against the stored passage
         citation.check(pipe.state.passage(citation.passage_id))
     answer.answer, answer.citations = checked.text, checked.citations
     return answer
+
+
+def _check_support(answer: Answer, checked, excerpts: list, cfg) -> Answer | None:
+    """The LLM answer's names and numbers must be in the excerpts it cites (the grounding check),
+    and most of its words in them or in the question; a wrong citation is moved to the shown
+    excerpt that bears the answer out, when one does. A refusal, or None when the answer stands."""
+    support_share = answer_support(checked.text, checked.citations, answer.question)
+    missing = ungrounded(checked.text, checked.citations, answer.question)
+    if (support_share < cfg.min_answer_support or missing) and excerpts:
+        # a small model often cites the wrong number: when another shown excerpt bears the
+        # answer out, cite that one instead (and say so)
+        better = recite(checked.text, excerpts, answer.question, cfg.min_answer_support)
+        if better and not ungrounded(checked.text, better, answer.question):
+            answer.notes.append(f"citation(s) {[c.n for c in checked.citations]} did not bear the answer out; "
+                                f"cited {[c.n for c in better]} instead")
+            checked.citations = better
+            support_share, missing = answer_support(checked.text, better, answer.question), []
+    if missing:
+        return _refuse(answer, UNSUPPORTED, f"The answer states {', '.join(repr(m) for m in missing[:3])}, which the "
+                       "excerpts it cites do not.")
+    if support_share < cfg.min_answer_support:
+        return _refuse(answer, UNSUPPORTED, f"The answer is not borne out by the excerpts it cites (only "
+                       f"{support_share:.0%} of its words are in them or in the question).")
+    return None
 
 
 def _refuse(answer: Answer, reason: str, message: str) -> Answer:

@@ -1,16 +1,19 @@
 """The RCS gate of the decision policy: how far can this retrieval be trusted, and what is tau?
 
 The model is found in this order: `confidence.model_path`; a model calibrated for the
-repository (`<repo>/rcs_model.json`, written by `pagerag calibrate`); the packaged default
-(pagerag/confidence/default_rcs.json) only with `generate.rcs_gate = on` — under `auto` a
-repository without its own model is gated by the judge alone (the packaged model was fitted on
-Wikipedia multi-hop passages; on the 100 DEV book questions it passed 13, and its scores did
-not separate retrieval successes from failures: AUROC 0.49). Features come from the retrieval's Signals (hop-1 dense
-cosines, hop-2 graph-expansion scores, BM25) and its best evidence passages, computed with
-pagerag.confidence's own feature functions (`retrieval_features`, which `pagerag calibrate`
-also uses), so the gate scores what the model was fitted on. When no model
-can be found, or the model needs a feature this pipeline does not compute, the gate is skipped
-and the answer says so (a note, never a silent pass).
+repository (`<repo>/rcs_model.json`, written by `pagerag calibrate`); the packaged book model
+(pagerag/confidence/book_rcs.json: phi1-phi9 and the extras that held up, fitted on the training
+books' own retrieval by `python -m pagerag.train.fit`, label = every evidence statement inside the
+retrieved budget, 0 for masked and swapped questions). So `generate.rcs_gate = auto` gates every
+repository out of the box. tau is the packaged model's held-out threshold for
+`generate.gate_cwar`, or a calibrated model's own tau. The packaged Wikipedia multi-hop model
+(default_rcs.json) is kept for `pagerag rcs-eval`; on book passages it refused 87 of 100 DEV
+questions, so nothing on the question path uses it.
+
+Features come from the retrieval's Signals (hop-1 dense cosines, hop-2 graph-expansion scores,
+BM25) and its best evidence passages (`retrieval_features`, which `pagerag calibrate` and the
+training tables also use), so the gate scores what the model was fitted on. The book model's
+score is also a feature of the sufficiency model, whichever model gates.
 """
 from __future__ import annotations
 
@@ -37,36 +40,21 @@ class GateResult:
         return self.rcs is None or self.tau is None or self.rcs >= self.tau
 
 
-_MODELS: dict[str, object] = {}
-
-
 def load_rcs_model(settings: Settings, repo_path: str | Path | None):
-    """(RCSModel or None, where it came from or why there is none)."""
-    from ..confidence.model import DEFAULT_MODEL_PATH, RCSModel
+    """(RCSModel, where it came from): confidence.model_path, else the repository's own model,
+    else the packaged book model."""
+    from ..confidence.model import BOOK_MODEL_PATH
+    from .models import load_model
 
-    candidates = []
     if settings.confidence.model_path:
         path = Path(settings.confidence.model_path).expanduser()
         if not path.is_file():
             raise PageRAGError(f"confidence.model_path: RCS model file not found: {path}")
-        candidates.append(path)
-    if repo_path is not None and (Path(repo_path) / REPO_MODEL).is_file():
-        candidates.append(Path(repo_path) / REPO_MODEL)
-    # The packaged model was calibrated on Wikipedia multi-hop passage retrieval; on a book's
-    # passages its scores sit far below its tau (measured: it refused 87 of 100 DEV questions), so
-    # `auto` gates only with a model calibrated for this kind of text.
-    if not candidates and settings.generate.rcs_gate == "auto":
-        return None, ("no RCS model calibrated for this repository (run `pagerag calibrate`, or set "
-                      "generate.rcs_gate = on to use the packaged Wikipedia-calibrated model)")
-    if DEFAULT_MODEL_PATH.is_file():
-        candidates.append(DEFAULT_MODEL_PATH)
-    if not candidates:
-        return None, "no RCS model: confidence.model_path is empty, the repository has none and no default is packaged"
-    path = candidates[0]
-    key = f"{path.resolve()}:{path.stat().st_mtime}"
-    if key not in _MODELS:
-        _MODELS[key] = RCSModel.load(path)
-    return _MODELS[key], str(path)
+    elif repo_path is not None and (Path(repo_path) / REPO_MODEL).is_file():
+        path = Path(repo_path) / REPO_MODEL
+    else:
+        path = BOOK_MODEL_PATH
+    return load_model(path), str(path)
 
 
 EVIDENCE_K = 5  # the calibration tables' evidence: the best five passages
@@ -111,14 +99,16 @@ def retrieval_features(retrieval, state, encode, spacy_model: str = "en_core_web
 
 
 def rcs_gate(retrieval, settings: Settings, state, encode) -> GateResult:
-    """RCS of the retrieval of repository `state` and the model's tau (see the module docstring)."""
+    """RCS of the retrieval of repository `state`, the model's tau (see the module docstring),
+    and every feature (the sufficiency model reads the book model's score from them)."""
+    from ..retrieve.api import single_threaded_blas
+
     model, where = load_rcs_model(settings, state.path)
-    if model is None:
-        return GateResult(None, None, "", f"RCS gate skipped: {where}")
-    features = retrieval_features(retrieval, state, encode, settings.extract.spacy_model)
+    with single_threaded_blas():  # small products: a threaded BLAS only spins on a busy machine
+        features = retrieval_features(retrieval, state, encode, settings.extract.spacy_model)
+    tau = model.tau_for(settings.generate.gate_cwar) if model.curve else float(model.tau)
     missing = [name for name in model.feature_names if name not in features]
     if missing:
-        return GateResult(None, float(model.tau), where,
-                          f"RCS gate skipped: the model at {where} needs feature(s) {', '.join(missing)} "
-                          "that the retrieval does not provide", features)
-    return GateResult(round(float(model.score(features)), 4), float(model.tau), where, "", features)
+        return GateResult(None, tau, where, f"RCS gate skipped: the model at {where} needs feature(s) "
+                          f"{', '.join(missing)} that the retrieval does not provide", features)
+    return GateResult(round(float(model.score(features)), 4), round(tau, 4), where, "", features)

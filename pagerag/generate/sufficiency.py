@@ -1,100 +1,95 @@
-"""The sufficiency judge s(q, E) in {0, 1}: does the evidence state the answer?
+"""The sufficiency decision s(q, E): the probability that the evidence supports an answer, from a
+fitted model, and a refusal below the threshold chosen for the target CWAR.
 
-Three judges, chosen by `generate.judge`:
-- logprob (preferred with an LLM): prompts/judge_sufficiency_yesno asks a yes/no question and
-  the backend's next-token log-probabilities give P(yes); sufficient when P(yes) >=
-  `generate.judge_threshold`. A weak local model that rarely *writes* a refusal still ranks
-  "yes" above "no" far more reliably (measured on a 1.5B model: P(yes) 0.87 on an obvious yes,
-  0.23 on an obvious no), and the threshold is then a dial, not a hope.
-- json: prompts/judge_sufficiency returns {"sufficient": bool, "missing": str}; used when the
-  backend gives no log-probabilities (auto falls back to it).
-- heuristic (no LLM): the rule in support.py — the question's named things, its asked-for
-  attribute words and a candidate of the expected answer type in one place of the evidence.
-With an LLM the no-LLM rule still counts twice: `generate.judge_type_check` refuses a question
-asking for a sum, a year or a name when no evidence sentence holds one, whatever the model
-says; and the P(yes) threshold is `judge_threshold` when the rule finds the evidence sufficient
-but `judge_threshold_overrule` when it does not, so a weak model's "yes" must be surer to
-overrule the rule than to agree with it. The judge reads the best excerpts up to
-`generate.judge_context_tokens` (a small model judges a short context better).
+Features (SUFFICIENCY_FEATURES, all from the question and the retrieved evidence, no gold):
+  rcs             the book RCS (retrieval confidence, gate.py)
+  top_prob ...    the sentence ranker's best and second-best probabilities, and the best
+                  sentence's own features: question words (lex, attr), names, embedding cosine,
+                  a candidate of the asked answer type in it or in the best three
+  max_* / *_evidence  the same signals over all the evidence: the best cosine and lexical cover,
+                  the share of the question's names the evidence mentions anywhere, the best
+                  attribute cover of one evidence span (the signals of the old hand-written rule)
+  typed           the question asks for a typed value (question.py)
+With an LLM whose backend gives next-token log-probabilities (`generate.judge = auto`), the
+LLM's P(yes) on prompts/judge_sufficiency_yesno over the first excerpts (up to
+`generate.judge_context_tokens`) is one more feature (its logit) of a second model fitted the same
+way, so a weak model's P(yes) is weighed, not trusted. Both models are logistic
+(confidence.model), fitted on the training books by `python -m pagerag.train.fit` with
+leave-books-out cross-validation; tau comes from the model's out-of-fold accuracy-coverage curve
+at `generate.target_cwar`.
 """
 from __future__ import annotations
 
-from ..errors import BackendError
-from ..settings import GenerateSettings
-from ..llm import LLM, charged, parse_json_object, render_prompt
-from ..records import Excerpt, StageCost, Verdict
+import math
+from typing import Callable, Mapping, Sequence
+
+from ..llm import LLM, charged, render_prompt
+from ..records import Evidence, Excerpt, StageCost, Verdict
+from ..text.words import stems_of
 from .answer import render_excerpts
-from .context import graph_context
-from .support import TYPE_WORDS, Support
+from .question import QuestionTerms
 
-MISSING_LIMIT = 200
-
-
-def heuristic_verdict(support: Support) -> Verdict:
-    best = support.best
-    detail = ""
-    if best is not None:
-        where = f"{best.window.passage_id} [{best.start}:{best.end}]"
-        found = f"; answer-type candidates {best.candidates[:3]}" if best.candidates else ""
-        detail = (f"best sentence {where}: names {best.names_found}, attribute coverage "
-                  f"{best.attribute_coverage:.2f}{found}")
-    return Verdict(support.sufficient, "heuristic", support.missing, round(support.score, 4), detail)
+SUFFICIENCY_FEATURES = ("rcs", "top_prob", "second_prob", "top_lex", "top_attr", "top_names", "top_dense",
+                        "top_cand", "cand_top3", "max_dense", "max_lex", "names_evidence", "attr_span", "typed")
+LLM_FEATURE = "p_yes_logit"
+TYPE_WORDS = {"money": "sum of money", "year": "year", "date": "date or time", "age": "age", "count": "number",
+              "place": "place", "person": "name"}
 
 
-def type_check_verdict(support: Support) -> Verdict | None:
-    """A refusal when the question asks for a checkable answer type and no evidence sentence
-    holds one near the question's words (None when the check does not apply or passes)."""
-    if support.type_found is not False:
-        return None
-    kind = TYPE_WORDS.get(support.answer_type, support.answer_type)
-    return Verdict(False, "type-check", f"the evidence never states the {kind} asked for", 0.0,
-                   f"no evidence sentence holds a {kind} near the question's words")
+def evidence_level(terms: QuestionTerms, evidence: Sequence[Evidence], idf: Callable[[str], float]) -> dict[str, float]:
+    """Signals over the whole evidence: the share of the question's names it mentions anywhere,
+    and the best IDF-weighted cover of the question's attribute words by one evidence span."""
+    text = " ".join(e.text for e in evidence).lower()
+    names = (sum(any(t.lower() in text for t in tokens) for tokens in terms.name_tokens) / len(terms.name_tokens)
+             if terms.name_tokens else 1.0)
+    attributes = terms.attributes or terms.all_stems
+    total = sum(idf(a) for a in attributes)
+    best = 0.0
+    if total > 0:
+        for e in evidence:
+            present = stems_of(e.text)
+            best = max(best, sum(idf(a) for a in attributes if a in present) / total)
+    return {"names_evidence": names, "attr_span": best}
 
 
-def logprob_verdict(llm: LLM, question: str, excerpts: list[Excerpt], threshold: float,
-                    cost: StageCost, graph_context: str = "") -> Verdict | None:
-    """P(yes) judge; None when the backend cannot give log-probabilities."""
+def aggregate(ranked: Sequence[Mapping[str, float]], probs: Sequence[float], level: Mapping[str, float],
+              rcs: float, typed: bool) -> dict[str, float]:
+    """SUFFICIENCY_FEATURES from the ranked sentences' features (best first) and probabilities,
+    the evidence-level signals and the RCS. No sentence: every sentence feature is 0."""
+    top = ranked[0] if ranked else {}
+    return {
+        "rcs": float(rcs),
+        "top_prob": float(probs[0]) if probs else 0.0,
+        "second_prob": float(probs[1]) if len(probs) > 1 else 0.0,
+        "top_lex": float(top.get("lex", 0.0)),
+        "top_attr": float(top.get("attr", 0.0)),
+        "top_names": float(top.get("names", 0.0)),
+        "top_dense": float(top.get("dense", 0.0)),
+        "top_cand": float(top.get("cand", 0.0)),
+        "cand_top3": float(any(r.get("cand", 0.0) for r in ranked[:3])),
+        "max_dense": max((float(r["dense"]) for r in ranked), default=0.0),
+        "max_lex": max((float(r["lex"]) for r in ranked), default=0.0),
+        "names_evidence": float(level.get("names_evidence", 0.0)),
+        "attr_span": float(level.get("attr_span", 0.0)),
+        "typed": float(typed),
+    }
+
+
+def p_yes_logit(p_yes: float) -> float:
+    """The logit of P(yes), clipped to [0.005, 0.995] so one certain reply cannot dominate."""
+    p = min(max(float(p_yes), 0.005), 0.995)
+    return math.log(p / (1 - p))
+
+
+def llm_p_yes(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCost,
+              graph_context: str = "") -> float | None:
+    """The LLM's P(yes) that the excerpts state the answer; None when the backend gives no
+    log-probabilities. `graph_context`: the labelled block of context.graph_context ("" for none)."""
+    if not excerpts:
+        return 0.0
     messages = render_prompt("judge_sufficiency_yesno", excerpts=render_excerpts(excerpts), question=question,
                              graph_context=graph_context)
-    p_yes = charged(llm, cost, lambda: llm.yes_no_logprob(messages))
-    if p_yes is None:
-        return None
-    sufficient = p_yes >= threshold
-    missing = "" if sufficient else f"the judge found no statement of the answer in the evidence (P(yes) = {p_yes:.2f})"
-    return Verdict(sufficient, "logprob", missing, round(float(p_yes), 4), f"threshold {threshold}")
-
-
-def json_verdict(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCost, graph_context: str = "") -> Verdict:
-    """The JSON judge. A reply that cannot be read as a verdict is an insufficient verdict (the
-    judge did not say the evidence suffices); a transport failure still raises BackendError."""
-    messages = render_prompt("judge_sufficiency", excerpts=render_excerpts(excerpts), question=question,
-                             graph_context=graph_context)
-    completion = charged(llm, cost, lambda: llm.complete(messages, max_tokens=80, temperature=0.0, json_mode=True))
-    try:
-        reply = parse_json_object(completion.text, ("sufficient",), source="the sufficiency judge")
-    except BackendError as exc:
-        return Verdict(False, "json", "the judge's reply could not be read as a verdict", None, str(exc))
-    value = reply.get("sufficient")
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no"):
-        value = value.strip().lower() in ("true", "yes")
-    if not isinstance(value, bool):
-        return Verdict(False, "json", "the judge's reply could not be read as a verdict", None,
-                       f"the sufficiency judge answered sufficient={value!r}, not true or false")
-    missing = " ".join(str(reply.get("missing") or "").split())[:MISSING_LIMIT]
-    if not value and not missing:
-        missing = "the judge found no statement of the answer in the evidence"
-    return Verdict(value, "json", "" if value else missing, None, "")
-
-
-def judge_sufficiency(question: str, excerpts: list[Excerpt], support: Support, llm: LLM | None,
-                      cfg: GenerateSettings, cost: StageCost, hints=()) -> Verdict:
-    """s(q, E) by the configured judge (see the module docstring); `hints`: the retrieval's graph
-    context, shown beside the excerpts it was drawn from (generate.graph_context)."""
-    shown = judge_excerpts(excerpts, cfg.judge_context_tokens)
-    context = graph_context(hints, shown, cfg.graph_context_tokens) if cfg.graph_context else ""
-    verdict = _judge(question, shown, support, llm, cfg, cost, context)
-    verdict.rule = support.sufficient
-    return verdict
+    return charged(llm, cost, lambda: llm.yes_no_logprob(messages))
 
 
 def judge_excerpts(excerpts: list[Excerpt], max_tokens: int) -> list[Excerpt]:
@@ -110,24 +105,29 @@ def judge_excerpts(excerpts: list[Excerpt], max_tokens: int) -> list[Excerpt]:
     return out
 
 
-def _judge(question: str, excerpts: list[Excerpt], support: Support, llm: LLM | None, cfg: GenerateSettings,
-           cost: StageCost, context: str = "") -> Verdict:
-    method = cfg.judge
-    if llm is None or method == "heuristic":
-        return heuristic_verdict(support)
-    if cfg.judge_type_check:
-        refused = type_check_verdict(support)
-        if refused is not None:
-            return refused
-    if not excerpts:
-        return Verdict(False, method, "no evidence was retrieved")
-    if method in ("auto", "logprob"):
-        # the model needs more confidence to overrule the no-LLM rule than to agree with it
-        threshold = cfg.judge_threshold if support.sufficient else cfg.judge_threshold_overrule
-        verdict = logprob_verdict(llm, question, excerpts, threshold, cost, context)
-        if verdict is not None:
-            return verdict
-        if method == "logprob":
-            raise BackendError(f"generate.judge = logprob, but the {llm.name} backend gives no log-probabilities; "
-                               "use judge = auto or json")
-    return json_verdict(llm, question, excerpts, cost, context)
+def decide(model, features: Mapping[str, float], tau: float, method: str, terms: QuestionTerms) -> Verdict:
+    """The verdict of one fitted sufficiency model: sufficient when P >= tau."""
+    p = float(model.score(features))
+    sufficient = p >= tau
+    shown = ", ".join(f"{k} {features[k]:.2f}" for k in ("rcs", "top_prob", "names_evidence", "attr_span")
+                      if k in features)
+    if LLM_FEATURE in features:
+        shown += f", P(yes) {1 / (1 + math.exp(-features[LLM_FEATURE])):.2f}"
+    return Verdict(sufficient, method, "" if sufficient else explain(terms, features, p, tau), round(p, 4),
+                   f"P(sufficient) {p:.2f} vs tau {tau:.2f} ({shown})")
+
+
+def explain(terms: QuestionTerms, features: Mapping[str, float], p: float, tau: float) -> str:
+    """One sentence naming the weakest signal, for the refusal message (the decision is `p < tau`)."""
+    about = ", ".join(terms.names) if terms.names else "the question's subject"
+    if features.get("top_prob", 0.0) == 0.0 and features.get("max_dense", 0.0) == 0.0:
+        return "no evidence was retrieved"
+    if terms.names and features.get("names_evidence", 1.0) == 0.0:
+        return f"the evidence does not mention {about}"
+    if features.get("typed") and not features.get("cand_top3"):
+        kind = TYPE_WORDS.get(terms.answer.name, "value")
+        return f"no evidence sentence about {about} states the {kind} asked for"
+    if features.get("attr_span", 1.0) < 0.34 and terms.attribute_words:
+        words = ", ".join(f"'{a}'" for a in terms.attribute_words[:4])
+        return f"the evidence about {about} says little about {words}"
+    return f"no evidence sentence states the answer (P(sufficient) {p:.2f} < tau {tau:.2f})"

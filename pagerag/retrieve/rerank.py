@@ -4,8 +4,8 @@ A passage's rerank score is its best sentence window's score (windows.py): the b
 the window with the question vectors under the embedding model, or a
 `sentence_transformers.CrossEncoder` score when `retrieve.rerank_model` names a local
 cross-encoder directory. The best window also tells the budget cut which part of a passage to
-keep when the whole passage does not fit. Until the window index is built, a question embeds
-the windows of only its first ON_DEMAND_ROWS uncached candidates.
+keep when the whole passage does not fit. Every candidate is scored, whatever was asked before:
+retrieval is a function of (repository, settings, question).
 """
 from __future__ import annotations
 
@@ -18,16 +18,13 @@ from ..records import Window
 from .state import RepoState
 from .windows import Encode, WindowIndex, window_index
 
-ON_DEMAND_ROWS = 6
-
-
 def score_windows(state: RepoState, rows: list[int], question: str, qvec: np.ndarray, encode: Encode,
                   model: str, cross_encoder: str = "") -> dict[int, Window]:
-    """Each scorable row's best window, its `score` set (cached rows, plus the first
-    ON_DEMAND_ROWS uncached ones; rows beyond that keep their fused order). `qvec` may hold
-    several vectors (rows): a window's score is its best cosine with any of them."""
+    """Each row's best window, its `score` set: every row is scored (its windows embedded now if
+    no earlier question did), so the result does not depend on what was asked before. `qvec` may
+    hold several vectors (rows): a window's score is its best cosine with any of them."""
     index = window_index(state, model)
-    uncached = [r for r in rows if r not in index.vectors][:ON_DEMAND_ROWS]
+    uncached = [r for r in rows if r not in index.vectors]
     if uncached:
         index.ensure(uncached, encode)
         if index.persist:

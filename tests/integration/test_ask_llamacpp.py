@@ -1,6 +1,7 @@
 """The policy with an in-process GGUF (llamacpp backend): plumbing only. The tiny model
-(SmolLM2-135M) cannot judge, so the test checks that the log-probability judge and the answer
-call run, cost what they report, keep the model loaded, and end in a valid decision."""
+(SmolLM2-135M) cannot judge, so the test checks that the yes/no call (P(yes) as a feature of the
+LLM sufficiency model) and the answer call run, cost what they report, keep the model loaded,
+and end in a valid decision."""
 from __future__ import annotations
 
 import os
@@ -38,18 +39,18 @@ def test_local_gguf_runs_the_whole_policy(carol_repo, tiny_gguf, tmp_path):
     # a 300-token excerpt budget keeps both prompts inside that context.
     rag = PageRAG(carol_repo, llm={"backend": "llamacpp", "gguf": str(tiny_gguf), "threads": 1, "n_ctx": 1024,
                                    "cache": False},
-                  generate={"context_tokens": 300, "answer_max_tokens": 24, "judge_threshold": 0.0},
+                  generate={"context_tokens": 300, "answer_max_tokens": 24, "target_cwar": 0.99},
                   confidence=permissive_gate(tmp_path))
     answer = rag.ask("How much does Scrooge say his clerk earns per week?")
     loads = load_count()
-    assert answer.backend == "llamacpp" and answer.verdict.method == "logprob"
+    assert answer.backend == "llamacpp" and answer.verdict.method == "model+llm" and "P(yes)" in answer.verdict.detail
     assert 0.0 <= answer.verdict.score <= 1.0
     assert answer.tokens["judge"]["prompt"] > 100 and answer.tokens["judge"]["completion"] == 1
     assert answer.latency_ms["judge"] > 0
-    # threshold 0: the judge lets every question through, so the answer call must have run
+    # the laxest target CWAR: the sufficiency model lets the question through, so the answer call must have run
     assert answer.tokens["answer"]["prompt"] > 100 and answer.latency_ms["answer"] > 0
     assert answer.decision == "answered" or answer.reason in REFUSAL_REASONS
     for citation in answer.citations:
         assert citation.quote in rag.state.source_text(rag.state.passages[rag.state.passage_index[citation.passage_id]].doc_id)
-    rag.ask("What is Fred's surname?")  # refused by the type check; no new load either way
+    rag.ask("What is Fred's surname?")  # a second question: no new load
     assert load_count() == loads

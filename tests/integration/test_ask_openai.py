@@ -1,9 +1,8 @@
-"""The full policy with the `openai` backend against a real loopback HTTP server: the yes/no
-log-probability judge, the JSON judge (when the server rejects logprobs), cited answers, the
-citation checks that refuse `unsupported_answer`, and the tokens/latency each stage records."""
+"""The full policy with the `openai` backend against a real loopback HTTP server: the LLM's
+P(yes) as a feature of the fitted sufficiency model (and the no-LLM model when the server gives
+no log-probabilities), cited answers, the citation and grounding checks that refuse
+`unsupported_answer`, and the tokens/latency each stage records."""
 from __future__ import annotations
-
-import json
 
 import pytest
 from ask_helpers import loopback_llm, permissive_gate
@@ -19,16 +18,11 @@ NO = {"No": -0.05, "Yes": -3.2}
 
 
 def kind_of(body: dict) -> str:
-    if body.get("logprobs"):
-        return "yesno"
-    if body.get("response_format"):
-        return "json"
-    return "answer"
+    return "yesno" if body.get("logprobs") else "answer"
 
 
-def replies(answer: str = "He earns fifteen shillings a week [1].", verdict: dict | None = None):
-    verdict = verdict or {"sufficient": True, "missing": ""}
-    return lambda body: {"yesno": "Yes", "json": json.dumps(verdict), "answer": answer}[kind_of(body)]
+def replies(answer: str = "He earns fifteen shillings a week [1]."):
+    return lambda body: {"yesno": "Yes", "answer": answer}[kind_of(body)]
 
 
 @pytest.fixture(scope="module")
@@ -37,16 +31,19 @@ def gate(tmp_path_factory):
 
 
 def ask(carol_repo, gate, server, question=QUESTION, **sections):
+    # a lax sufficiency threshold unless a test sets one: these tests are about what follows it
+    sections["generate"] = {"target_cwar": 0.99, **sections.get("generate", {})}
     return PageRAG(carol_repo, llm=loopback_llm(server), confidence=gate, **sections).ask(question)
 
 
-def test_logprob_judge_then_cited_answer(carol_repo, gate):
+def test_p_yes_feeds_the_llm_sufficiency_model_then_a_cited_answer(carol_repo, gate):
     with LoopbackOpenAIServer(reply=replies(), top_logprobs=YES) as server:
         answer = ask(carol_repo, gate, server)
         bodies = list(server.bodies)
     assert [kind_of(b) for b in bodies] == ["yesno", "answer"]
     assert answer.decision == "answered" and answer.answer == "He earns fifteen shillings a week [1]."
-    assert answer.verdict.method == "logprob" and answer.verdict.score == pytest.approx(0.9, abs=0.05)
+    assert answer.verdict.method == "model+llm" and "P(yes) 0.91" in answer.verdict.detail
+    assert 0.0 < answer.verdict.score < 1.0
     assert answer.citations[0].n == 1 and answer.backend == "openai"
     # the excerpts the model saw are fenced, numbered, and [1] is the one cited
     user = bodies[1]["messages"][1]["content"]
@@ -55,40 +52,46 @@ def test_logprob_judge_then_cited_answer(carol_repo, gate):
     # tokens come from the server's usage (its word counts), latency from the calls
     assert answer.tokens["judge"]["prompt"] > 0 and answer.tokens["answer"]["completion"] == 7
     assert answer.latency_ms["judge"] > 0 and answer.latency_ms["answer"] > 0
-    # prompt size per question stays within the budget (tiktoken, both calls)
-    assert sum(count_message_tokens(b["messages"]) for b in bodies) <= 2000
+    # each prompt stays within its evidence budget plus the template (tiktoken): the yes/no call
+    # reads the first excerpts (judge_context_tokens), the answer all of them (context_tokens)
+    cfg = PageRAG(carol_repo).settings.generate
+    judge_tokens, answer_tokens = (count_message_tokens(b["messages"]) for b in bodies)
+    assert judge_tokens <= cfg.judge_context_tokens + 250 and answer_tokens <= cfg.context_tokens + 250
+    assert judge_tokens < answer_tokens
 
 
-def test_logprob_judge_saying_no_refuses(carol_repo, gate):
+def test_the_llms_p_yes_moves_p_sufficient_the_way_the_fitted_model_weighs_it(carol_repo, gate):
+    from pagerag.generate.models import SUFFICIENCY_LLM, packaged
+    from pagerag.generate.sufficiency import LLM_FEATURE
+
+    model = packaged(SUFFICIENCY_LLM)
+    weight = model.weights[model.feature_names.index(LLM_FEATURE)]
+    scores = {}
+    for name, logprobs in (("yes", YES), ("no", NO)):
+        with LoopbackOpenAIServer(reply=replies(), top_logprobs=logprobs) as server:
+            scores[name] = ask(carol_repo, gate, server).verdict.score
+    assert (scores["yes"] > scores["no"]) == (weight > 0) and scores["yes"] != scores["no"]
+
+
+def test_a_refusal_below_tau_composes_no_answer(carol_repo, gate):
     with LoopbackOpenAIServer(reply=replies(), top_logprobs=NO) as server:
-        answer = ask(carol_repo, gate, server)
+        answer = ask(carol_repo, gate, server, generate={"target_cwar": 0.0001})
         calls = len(server.bodies)
     assert answer.decision == "refused" and answer.reason == INSUFFICIENT
-    assert answer.verdict.score < 0.1 and "P(yes)" in answer.answer
-    assert calls == 1  # no answer was composed
+    assert answer.verdict.method == "model+llm" and "P(yes) 0.04" in answer.verdict.detail
+    assert calls == 1  # the yes/no call only: no answer was composed
 
 
-def test_json_judge_when_the_server_rejects_logprobs(carol_repo, gate):
-    verdict = {"sufficient": False, "missing": "the clerk's weekly wage is not stated"}
-    with LoopbackOpenAIServer(reply=replies(verdict=verdict), mode="reject_logprobs") as server:
+def test_without_log_probabilities_the_no_llm_model_decides(carol_repo, gate):
+    with LoopbackOpenAIServer(reply=replies(), mode="reject_logprobs") as server:
         answer = ask(carol_repo, gate, server)
         kinds = [kind_of(b) for b in server.bodies]
-    assert kinds == ["yesno", "json"]  # tried log-probabilities, fell back to the JSON verdict
-    assert answer.reason == INSUFFICIENT and answer.verdict.method == "json"
-    assert "weekly wage is not stated" in answer.answer
-
-
-def test_json_judge_configured_explicitly_and_malformed_verdicts(carol_repo, gate):
+    assert kinds == ["yesno", "answer"]  # tried log-probabilities once, then answered
+    assert answer.verdict.method == "model" and answer.decision == "answered"
     with LoopbackOpenAIServer(reply=replies()) as server:
-        answer = ask(carol_repo, gate, server, generate={"judge": "json"})
-        assert [kind_of(b) for b in server.bodies] == ["json", "answer"]
-    assert answer.decision == "answered" and answer.verdict.method == "json"
-    # a judge reply that is no verdict refuses (the judge did not say the evidence suffices)
-    for reply in ("I think so, yes", '{"sufficient": "maybe"}'):
-        with LoopbackOpenAIServer(reply=lambda body, reply=reply: reply) as server:
-            answer = ask(carol_repo, gate, server, generate={"judge": "json"})
-        assert answer.decision == "refused" and answer.reason == INSUFFICIENT, reply
-        assert answer.verdict.method == "json" and "could not be read" in answer.verdict.missing
+        answer = ask(carol_repo, gate, server, generate={"judge": "model"})
+        assert [kind_of(b) for b in server.bodies] == ["answer"]  # judge = model: no yes/no call
+    assert answer.verdict.method == "model"
 
 
 def test_answer_without_a_valid_citation_is_refused(carol_repo, gate):
@@ -130,14 +133,20 @@ def test_answerer_may_still_abstain(carol_repo, gate):
     assert answer.reason == INSUFFICIENT and "answerer" in answer.answer
 
 
-def test_type_check_refuses_before_any_llm_call(carol_repo, gate):
-    with LoopbackOpenAIServer(reply=replies(), top_logprobs=YES) as server:
-        answer = ask(carol_repo, gate, server, question="What is Fred's surname?")
-        calls = len(server.bodies)
-    assert calls == 0 and answer.reason == INSUFFICIENT and answer.verdict.method == "type-check"
-    with LoopbackOpenAIServer(reply=replies(), top_logprobs=YES) as server:
-        answer = ask(carol_repo, gate, server, question="What is Fred's surname?", generate={"judge_type_check": False})
-        assert len(server.bodies) == 2  # without the check the (agreeable) model is asked
+def test_grounding_a_number_the_cited_excerpt_does_not_state_is_unsupported(carol_repo, gate):
+    """'earns twenty shillings [1]' against 'fifteen shillings a week': most of its words are in
+    the excerpt or the question, but its number is not, so it is refused."""
+    with LoopbackOpenAIServer(reply=replies(answer="He earns twenty shillings a week [1]."), top_logprobs=YES) as server:
+        answer = ask(carol_repo, gate, server)
+        user = server.bodies[-1]["messages"][1]["content"]
+    assert "fifteen shillings" in user.split("[2]")[0]  # excerpt [1] states the wage
+    assert answer.decision == "refused" and answer.reason == UNSUPPORTED
+    assert "'20'" in answer.answer and answer.citations == []
+    with LoopbackOpenAIServer(reply=replies(answer="Bob Cratchit earns fifteen shillings a week [1]."),
+                              top_logprobs=YES) as server:
+        named = ask(carol_repo, gate, server)
+    # a name must be in the cited excerpt too (Scrooge's line about his clerk does not name him)
+    assert named.reason == UNSUPPORTED and "Bob Cratchit" in named.answer
 
 
 def echo_first_excerpt(body: dict) -> str:

@@ -1,6 +1,6 @@
 """The decision policy branch by branch on a real repository: the RCS gate (refuse, escalate
-once, rescue by escalation, pass), the judge, and the no-evidence-constraint ablation. RCS
-models are real RCSModel JSON files whose threshold the test chooses."""
+once, rescue by escalation, pass), the sufficiency model, and the no-evidence-constraint
+ablation. RCS models are real RCSModel JSON files whose threshold the test chooses."""
 from __future__ import annotations
 
 import pytest
@@ -28,7 +28,7 @@ def test_low_confidence_widens_once_then_refuses(carol_repo, models):
     assert answer.plan["budget_tokens"] == 3000  # the widened route: 1.5x budget
     assert {"path", "community"} & set(answer.plan["operators"])
     assert "escalate" in answer.latency_ms and "below the threshold" in answer.answer
-    assert answer.verdict is None and answer.citations == []  # the judge never ran
+    assert answer.verdict is None and answer.citations == []  # the sufficiency model never ran
 
 
 def test_low_confidence_without_escalation_refuses_at_once(carol_repo, models):
@@ -52,19 +52,30 @@ def test_escalation_can_rescue_a_question(carol_repo, models):
     sign = 1.0 if wide[name] > first[name] else -1.0
     mid = (first[name] + wide[name]) / 2
     path = rcs_model_file(models, "trusts-widening", bias=0.0, tau=0.5, weights={name: 50.0 * sign}, mean={name: mid})
-    answer = PageRAG(carol_repo, llm="extractive", confidence={"model_path": str(path)}).ask(ANSWERABLE)
+    answer = PageRAG(carol_repo, llm="extractive", confidence={"model_path": str(path)},
+                     generate={"target_cwar": 0.99}).ask(ANSWERABLE)  # a lax sufficiency threshold: the gate is tested
     assert answer.escalated and answer.rcs >= answer.tau
     assert answer.decision == "answered" and "fifteen shillings" in answer.answer
 
 
-def test_confident_retrieval_goes_straight_to_the_judge(carol_repo, models):
-    rag = PageRAG(carol_repo, llm="extractive", confidence=permissive_gate(models))
+def test_confident_retrieval_goes_straight_to_the_sufficiency_model(carol_repo, models):
+    rag = PageRAG(carol_repo, llm="extractive", confidence=permissive_gate(models), generate={"target_cwar": 0.0001})
     answer = rag.ask(UNANSWERABLE)
     assert not answer.escalated and answer.rcs > answer.tau
-    assert answer.reason == INSUFFICIENT and answer.verdict.method == "heuristic"
+    assert answer.reason == INSUFFICIENT and answer.verdict.method == "model"
     # the gate reads the same retrieval the policy used
     retrieval = retrieve(UNANSWERABLE, rag.state, rag.settings, encode=rag.encode)
     assert rcs_gate(retrieval, rag.settings, rag.state, rag.encode).rcs == pytest.approx(answer.rcs, abs=1e-3)
+
+
+def test_the_sufficiency_model_reads_the_book_rcs_whichever_model_gates(carol_repo, models):
+    """The gate may use a calibrated model; the sufficiency model was fitted on the packaged book
+    model's score and always reads that."""
+    permissive = PageRAG(carol_repo, llm="extractive", confidence=permissive_gate(models)).ask(ANSWERABLE)
+    gate = {"model_path": str(rcs_model_file(models, "lukewarm", bias=0.5, tau=0.1))}
+    other = PageRAG(carol_repo, llm="extractive", confidence=gate).ask(ANSWERABLE)
+    assert permissive.rcs != other.rcs
+    assert permissive.verdict.score == pytest.approx(other.verdict.score)
 
 
 def test_no_evidence_constraint_skips_gate_and_judge(carol_repo, models):
@@ -76,9 +87,12 @@ def test_no_evidence_constraint_skips_gate_and_judge(carol_repo, models):
     assert "gate" not in answer.latency_ms and "judge" not in answer.latency_ms
 
 
-def test_gate_off_leaves_the_decision_to_the_judge(carol_repo, models):
+def test_gate_off_leaves_the_decision_to_the_sufficiency_model(carol_repo, models):
     gate = {"model_path": str(rcs_model_file(models, "never", bias=-8.0, tau=0.5))}
-    rag = PageRAG(carol_repo, llm="extractive", confidence=gate, generate={"rcs_gate": "off"})
-    answered, refused = rag.ask(ANSWERABLE), rag.ask(UNANSWERABLE)
-    assert answered.decision == "answered" and answered.rcs is None and "gate" not in answered.latency_ms
-    assert refused.reason == INSUFFICIENT and refused.verdict.method == "heuristic"
+    rag = PageRAG(carol_repo, llm="extractive", confidence=gate, generate={"rcs_gate": "off", "target_cwar": 0.99})
+    answered = rag.ask(ANSWERABLE)
+    assert answered.decision == "answered" and not answered.escalated  # RCS < tau refuses nothing
+    assert answered.rcs is not None and answered.rcs < answered.tau  # still computed and shown
+    refused = PageRAG(carol_repo, llm="extractive", confidence=gate,
+                      generate={"rcs_gate": "off", "target_cwar": 0.0001}).ask(UNANSWERABLE)
+    assert refused.reason == INSUFFICIENT and refused.verdict.method == "model"

@@ -1,0 +1,371 @@
+"""Book QA with learned, calibrated answer-or-refuse decisions, on books the models never saw.
+
+    python benchmarks/book_qa.py --features /work/features --corpus /work/corpus/book_corpus.jsonl \\
+        --repos /work/repos --out book-qa-out                         # lobo + test + dev, extractive
+    PAGERAG_LLM__GGUF=$(../shared/tools/local-llm) python benchmarks/book_qa.py ... --stages llm
+
+Stages (`--stages`, comma-separated; results.jsonl in --out is appended as it goes and a re-run
+skips what is there, so an interrupted run resumes):
+  lobo  leave-books-out on the 15 training books, from their feature tables: each book decided by
+        models fitted on the other 14 (pagerag.train.fit), replaying the packaged operating point
+  test  the five test books: every test-split corpus example (answerable, masked with its
+        evidence hidden, swapped) through `ask` (extractive); the RCS against the paper's
+        baselines from the test books' feature tables (`python -m pagerag.train.features --split test`)
+  dev   both DEV sets ($PAGERAG_DATA_DIR/qa) through `ask` (extractive), RCS metrics from their
+        retrieval (label: every gold quote inside the evidence; 0 when unanswerable)
+  baseline  only the plain RAG baseline of the llm stage
+  llm   the local model (llm.gguf / PAGERAG_LLM__GGUF) through `ask` on `--llm-dev-per-set` questions
+        of each DEV set (drawn with a fixed seed, 60% answerable like the sets) and `--llm-per-book`
+        examples per test book (half answerable), and the plain RAG baseline with
+        the same model on the answerable ones (BM25 + dense fused, the top passages up to 1,500
+        tokens, one answer prompt, no judge, no checks)
+Nothing here fits or chooses anything: the test books and DEV sets are only run, once, to report.
+Scores: correct refusal (unanswerable refused, any reason), false refusal (answerable refused),
+strict (the gold answer inside the answer) and lenient (token recall >= 0.5) accuracy over the
+answerable, BBS = 2 * lenient * refusal / (lenient + refusal); latency medians per stage.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+DEV = {"DEV-A": ("qa/christmas_carol.qa.jsonl", "books/christmas_carol.txt", "carol.rag"),
+       "DEV-B": ("qa/cornwall.qa.jsonl", None, "Novel-44557.rag")}
+
+
+def data_dir() -> Path:
+    found = os.environ.get("PAGERAG_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
+    os.environ["PAGERAG_DATA_DIR"] = found
+    return Path(found)
+
+
+class Results:
+    """results.jsonl: one row per (system, set, id), appended as measured."""
+
+    def __init__(self, out: Path):
+        self.path = out / "results.jsonl"
+        out.mkdir(parents=True, exist_ok=True)
+        self.rows = [json.loads(x) for x in self.path.read_text().splitlines() if x.strip()] if self.path.is_file() else []
+        self.done = {(r["system"], r["set"], r["id"]) for r in self.rows}
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        self.done.add((row["system"], row["set"], row["id"]))
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def scored(system: str, set_name: str, qid: str, kind: str, golds: list[str], answer, started: float) -> dict:
+    from pagerag.evaluate.scoring import lenient_by_recall, strict_match
+
+    answered = answer.decision == "answered"
+    ok = answered and kind == "answerable"
+    return {"system": system, "set": set_name, "id": qid, "kind": kind, "answerable": kind == "answerable",
+            "decision": answer.decision, "reason": answer.reason, "answer": answer.answer[:400],
+            "strict": bool(ok and strict_match(answer.answer, golds)), "lenient": bool(ok and lenient_by_recall(answer.answer, golds)),
+            "rcs": answer.rcs, "tau": answer.tau, "p": answer.verdict.score if answer.verdict else None,
+            "latency_ms": answer.latency_ms, "tokens": answer.prompt_tokens, "wall_ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def summary(rows: list[dict]) -> dict:
+    ans = [r for r in rows if r["answerable"]]
+    una = [r for r in rows if not r["answerable"]]
+    ref = sum(r["decision"] == "refused" for r in una) / len(una) if una else float("nan")
+    fr = sum(r["decision"] == "refused" for r in ans) / len(ans) if ans else float("nan")
+    strict = sum(r["strict"] for r in ans) / len(ans) if ans else float("nan")
+    lenient = sum(r["lenient"] for r in ans) / len(ans) if ans else float("nan")
+    bbs = 2 * lenient * ref / (lenient + ref) if ans and una and lenient + ref else float("nan")
+    stages = defaultdict(list)
+    for r in rows:
+        for stage, ms in (r.get("latency_ms") or {}).items():
+            stages[stage].append(ms)
+    return {"n": len(rows), "answerable": len(ans), "unanswerable": len(una), "correct_refusal": ref, "false_refusal": fr,
+            "strict": strict, "lenient": lenient, "bbs": bbs, "tokens": statistics.median([r.get("tokens", 0) for r in rows]) if rows else 0,
+            "latency_ms": {s: statistics.median(v) for s, v in sorted(stages.items())}}
+
+
+# --------------------------------------------------------------------------------------------
+# Stages
+
+
+def stage_lobo(features: Path) -> dict:
+    from pagerag.generate.models import SUFFICIENCY, packaged
+    from pagerag.train.books import TRAIN_BOOKS
+    from pagerag.train.features import read_tables
+    from pagerag.train.fit import lobo_stack, per_fold, rcs_report
+    from pagerag.train.policy import Operating, by_kind, scores
+    from pagerag.train.stack import Config, load_examples
+
+    suff = packaged(SUFFICIENCY)
+    cfg = Config(**suff.training["config"])
+    op = Operating(suff.training["operating"]["gate_cwar"], suff.training["operating"]["suff_cwar"],
+                   suff.training["operating"]["escalate"], suff.training["operating"]["extend_short"])
+    examples = load_examples(read_tables(features, list(TRAIN_BOOKS)))
+    result = lobo_stack(examples, cfg, [op])
+    outcomes = result["outcomes"][0]
+    return {"operating": op.__dict__, "all": scores(outcomes), "by_kind": by_kind(outcomes), "per_book": per_fold(outcomes),
+            "sufficiency": result["suff"], "rcs": rcs_report(examples, cfg.rcs_features, cfg.rcs_prior)}
+
+
+def test_examples(corpus: Path):
+    from pagerag.train.corpus import read_corpus
+
+    return [e for e in read_corpus(corpus) if e.split == "test"]
+
+
+def stage_test(corpus: Path, repos: Path, results: Results, system: str = "extractive", examples=None, llm=None) -> None:
+    from pagerag.api import PageRAG
+
+    rags: dict[str, PageRAG] = {}
+    todo = [e for e in (examples or test_examples(corpus)) if (system, e.book, e.id) not in results.done]
+    for i, e in enumerate(todo, 1):
+        if e.book not in rags:
+            rags.clear()
+            rags[e.book] = PageRAG(repos / f"{e.book}.rag", llm=llm or "extractive")
+        started = time.perf_counter()
+        answer = rags[e.book].ask(e.question, exclude=set(e.mask_passage_ids))
+        results.add(scored(system, e.book, e.id, e.kind, [e.answer], answer, started))
+        if i % 25 == 0:
+            print(f"{system} test {i}/{len(todo)}", file=sys.stderr, flush=True)
+
+
+def dev_items():
+    from pagerag.evaluate.formats import load_questions
+
+    return {name: load_questions(data_dir() / qa).items for name, (qa, _, _) in DEV.items()}
+
+
+def dev_repo(name: str, repos: Path, work: Path) -> Path:
+    from pagerag.build import build_repository
+    from pagerag.settings import load_settings
+
+    _, book, repo_name = DEV[name]
+    if book is None:
+        return repos / repo_name
+    repo = work / repo_name
+    if not (repo / "manifest.json").is_file():
+        build_repository([data_dir() / book], repo, load_settings(environ={}), show_progress=False)
+    return repo
+
+
+def stage_dev(repos: Path, work: Path, results: Results, system: str = "extractive", llm=None, items=None) -> None:
+    from pagerag.api import PageRAG
+    from pagerag.generate.gate import retrieval_features
+
+    for name, questions in (items or dev_items()).items():
+        rag = PageRAG(dev_repo(name, repos, work), llm=llm or "extractive")
+        for q in questions:
+            if (system, name, q.id) in results.done:
+                continue
+            started = time.perf_counter()
+            answer = rag.ask(q.question)
+            row = scored(system, name, q.id, "answerable" if q.answerable else "unanswerable", q.answers, answer, started)
+            if system == "extractive":  # the RCS metrics: features and the retrieval-success label
+                retrieval = rag.retrieve(q.question)
+                text = [" ".join(e.text.split()) for e in retrieval.evidence]
+                row["rcs_features"] = retrieval_features(retrieval, rag.state, rag.encode)
+                row["rcs_label"] = int(q.answerable and all(any(" ".join(x.split()) in t for t in text) for x in q.evidence))
+            results.add(row)
+
+
+def dev_sample(per_set: int, seed: int = 0) -> dict:
+    """Per DEV set, `per_set` questions in its own mix (60% answerable), drawn with a fixed seed."""
+    rng = random.Random(seed)
+    out = {}
+    for name, items in dev_items().items():
+        answerable = [q for q in items if q.answerable]
+        unanswerable = [q for q in items if not q.answerable]
+        rng.shuffle(answerable)
+        rng.shuffle(unanswerable)
+        k = round(per_set * len(answerable) / len(items))
+        out[name] = answerable[:k] + unanswerable[: per_set - k]
+    return out
+
+
+def llm_sample(corpus: Path, per_book: int, seed: int = 0):
+    rng = random.Random(seed)
+    out = []
+    by_book = defaultdict(lambda: defaultdict(list))
+    for e in sorted(test_examples(corpus), key=lambda e: e.id):
+        by_book[e.book]["answerable" if e.answerable else "negative"].append(e)
+    for book in sorted(by_book):
+        for kind in ("answerable", "negative"):
+            pool = by_book[book][kind]
+            rng.shuffle(pool)
+            out += pool[: per_book // 2]
+    return out
+
+
+def local_llm() -> dict:
+    from pagerag.settings import load_settings
+
+    gguf = load_settings().llm.gguf
+    if not gguf:
+        raise SystemExit("error: the llm stage needs llm.gguf (PAGERAG_LLM__GGUF=$(../shared/tools/local-llm))")
+    return {"backend": "llamacpp", "gguf": gguf}
+
+
+def stage_llm(corpus: Path, repos: Path, work: Path, results: Results, per_book: int, per_set: int, baseline: bool) -> None:
+    llm = local_llm()
+    sample, dev = llm_sample(corpus, per_book), dev_sample(per_set)
+    stage_dev(repos, work, results, "llm", llm, dev)
+    stage_test(corpus, repos, results, "llm", sample, llm)
+    if baseline:
+        plain_rag(corpus, repos, work, results, llm, sample, dev)
+
+
+def plain_rag(corpus: Path, repos: Path, work: Path, results: Results, llm: dict, sample, dev: dict) -> None:
+    """BM25 + dense fused (no graph, no rerank), the top passages up to 1,500 tokens, one answer
+    prompt (no way out offered), no judge, no checks: what a plain RAG system would answer."""
+    from pagerag.api import PageRAG
+    from pagerag.generate.answer import llm_answer
+    from pagerag.records import Answer, Excerpt, StageCost
+
+    def ask(rag, question, exclude=None):
+        r = rag.retrieve(question, exclude=exclude)
+        excerpts = [Excerpt(e.passage_id, e.doc_id, e.file, e.start, e.end, e.text, n=i) for i, e in enumerate(r.evidence, 1)]
+        checked, completion = llm_answer(rag.llm, question, excerpts, max_tokens=rag.settings.generate.answer_max_tokens,
+                                         temperature=0.0, allow_refusal=False)
+        cost = StageCost(completion.prompt_tokens, completion.completion_tokens, completion.latency_ms)
+        return Answer(question, "answered", completion.text, None, backend="llamacpp", costs={"answer": cost})
+
+    settings = {"retrieve": {"operators": ["text"], "budget_tokens": 1500}}
+    for name, questions in dev.items():
+        rag = PageRAG(dev_repo(name, repos, work), pipeline="passages-only", llm=llm, **settings)
+        for q in questions:
+            if q.answerable and ("plain-rag", name, q.id) not in results.done:
+                started = time.perf_counter()
+                results.add(scored("plain-rag", name, q.id, "answerable", q.answers, ask(rag, q.question), started))
+    rags: dict = {}
+    for e in sample:
+        if e.answerable and ("plain-rag", e.book, e.id) not in results.done:
+            if e.book not in rags:
+                rags.clear()
+                rags[e.book] = PageRAG(repos / f"{e.book}.rag", pipeline="passages-only", llm=llm, **settings)
+            started = time.perf_counter()
+            results.add(scored("plain-rag", e.book, e.id, "answerable", [e.answer], ask(rags[e.book], e.question), started))
+
+
+# --------------------------------------------------------------------------------------------
+# RCS on the test sets, and the tables
+
+
+def rcs_table(scores_by_method: dict, labels) -> dict:
+    import numpy as np
+
+    from pagerag.confidence.metrics import auc_ac, brier, ece
+
+    y = np.asarray(labels, dtype=float)
+    out = {m: {"auc_ac": auc_ac(np.asarray(s, dtype=float), y)} for m, s in scores_by_method.items()}
+    out["RCS"].update(ece=ece(np.asarray(scores_by_method["RCS"]), y), brier=brier(np.asarray(scores_by_method["RCS"]), y))
+    out["oracle"] = {"auc_ac": auc_ac(y, y)}
+    out["n"], out["base_rate"] = int(y.size), float(y.mean())
+    return out
+
+
+def rcs_methods(feature_rows: list[dict]) -> dict:
+    from pagerag.generate.models import book_rcs_model
+
+    model = book_rcs_model()
+    return {"RCS": [model.score(f) for f in feature_rows], "max-score": [f["hop1_max"] for f in feature_rows],
+            "entropy": [1 - f["hop1_entropy"] for f in feature_rows],
+            "query-len-inv": [1 / (1 + f["query_len"] / 20) for f in feature_rows]}
+
+
+def rcs_test(features: Path) -> dict:
+    from pagerag.train.books import TEST_BOOKS
+    from pagerag.train.features import read_tables
+
+    rows = [r["variants"]["default"] for r in read_tables(features, list(TEST_BOOKS))]
+    rows = [v for v in rows if v["labels"]["rcs"] is not None]
+    return rcs_table(rcs_methods([v["rcs"] for v in rows]), [v["labels"]["rcs"] for v in rows]) if rows else {}
+
+
+def rcs_dev(results: Results) -> dict:
+    rows = [r for r in results.rows if r["system"] == "extractive" and r["set"] in DEV and "rcs_features" in r]
+    return rcs_table(rcs_methods([r["rcs_features"] for r in rows]), [r["rcs_label"] for r in rows]) if rows else {}
+
+
+def pct(x: float) -> str:
+    return "n/a" if x != x else f"{100 * x:.1f}"
+
+
+def print_tables(report: dict) -> None:
+    print("| set | system | n | correct refusal | false refusal | strict | lenient | BBS | median latency (ms) per stage |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for key, s in report["qa"].items():
+        lat = ", ".join(f"{k} {v:.0f}" for k, v in s["latency_ms"].items())
+        print(f"| {key[0]} | {key[1]} | {s['n']} | {pct(s['correct_refusal'])} | {pct(s['false_refusal'])} | "
+              f"{pct(s['strict'])} | {pct(s['lenient'])} | {pct(s['bbs'])} | {lat} |")
+    for name in ("rcs_lobo", "rcs_test", "rcs_dev"):
+        table = report.get(name) or {}
+        if not table:
+            continue
+        print(f"\n{name}: n={table.get('n', '')} base rate {table.get('base_rate', 0):.3f}")
+        for method, m in table.items():
+            if isinstance(m, dict) and "auc_ac" in m:
+                extra = f" ECE {m['ece']:.3f} Brier {m['brier']:.3f}" if "ece" in m else ""
+                print(f"  {method:24s} AUC-AC {m['auc_ac']:.3f}{extra}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--features", type=Path, required=True,
+                    help="Feature tables (python -m pagerag.train.features): training books for lobo, test books for the RCS.")
+    ap.add_argument("--corpus", type=Path, required=True)
+    ap.add_argument("--repos", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/pagerag-book-qa"), help="Where the DEV-A repository is built.")
+    ap.add_argument("--stages", default="lobo,test,dev")
+    ap.add_argument("--llm-per-book", type=int, default=8, help="Test-book examples per book for the LLM (half answerable).")
+    ap.add_argument("--llm-dev-per-set", type=int, default=20, help="DEV questions per set for the LLM (its own mix).")
+    ap.add_argument("--no-baseline", action="store_true")
+    args = ap.parse_args()
+    data_dir()
+    args.work.mkdir(parents=True, exist_ok=True)
+    results = Results(args.out)
+    stages = set(args.stages.split(","))
+    report: dict = {}
+    report_path = args.out / "report.json"
+    if report_path.is_file():
+        report = json.loads(report_path.read_text())
+    if "lobo" in stages:
+        report["lobo"] = stage_lobo(args.features)
+        report["rcs_lobo"] = report["lobo"]["rcs"]
+    if "test" in stages:
+        stage_test(args.corpus, args.repos, results)
+        report["rcs_test"] = rcs_test(args.features)
+    if "dev" in stages:
+        stage_dev(args.repos, args.work, results)
+        report["rcs_dev"] = rcs_dev(results)
+    if "llm" in stages:
+        stage_llm(args.corpus, args.repos, args.work, results, args.llm_per_book, args.llm_dev_per_set, not args.no_baseline)
+    elif "baseline" in stages:  # the plain RAG baseline alone (it needs no fitted model)
+        plain_rag(args.corpus, args.repos, args.work, results, local_llm(), llm_sample(args.corpus, args.llm_per_book),
+                  dev_sample(args.llm_dev_per_set))
+    groups = defaultdict(list)
+    for r in results.rows:
+        where = "DEV" if r["set"] in DEV else "test books"
+        groups[(r["set"], r["system"])].append(r)
+        groups[(where, r["system"])].append(r)
+    report["qa"] = {k: summary(v) for k, v in sorted(groups.items())}
+    if "lobo" in report:
+        report["qa"][("training books (leave-books-out)", "extractive")] = {**report["lobo"]["all"], "latency_ms": {}}
+    report_path.write_text(json.dumps({**report, "qa": {" / ".join(k): v for k, v in report["qa"].items()}}, indent=1,
+                                      default=float) + "\n")
+    print_tables(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

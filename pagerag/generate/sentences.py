@@ -1,0 +1,159 @@
+"""The evidence, sentence by sentence: the features of each sentence against the question, and
+the learned ranker that scores them.
+
+Every sentence of every evidence window is described by how much of the question it (and its
+neighbours) holds, how close its window's embedding is to the question's, where its passage
+ranks, and whether it holds a candidate of the asked answer type (question.py). The ranker is a
+logistic model fitted on the training books' evidence-sentence labels (`python -m
+pagerag.train.fit`); its probability orders the sentences the extractive answerer quotes and the
+LLM reads, and the best sentences' features feed the sufficiency model. The features are computed
+here and only here, at question time and when the training tables are made
+(pagerag.train.features), so the model scores what it was fitted on.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..records import Evidence, Window
+from ..text.words import stems_of
+from .question import QuestionTerms, type_candidates
+
+SENTENCE_FEATURES = ("lex", "lex_ctx", "attr", "attr_ctx", "names", "dense", "dense_gap", "lex_gap", "cand",
+                     "cand_miss", "rank", "length")
+
+
+@dataclass
+class Sentence:
+    """One evidence sentence: source[start:end] inside `window` (the best-scoring window that
+    holds it), its features and the ranker's probability that it states the answer."""
+
+    window: Window
+    start: int
+    end: int
+    features: dict[str, float]
+    candidates: list[tuple[int, int]] = field(default_factory=list)  # typed candidates (absolute offsets)
+    prob: float = 0.0
+
+    @property
+    def text(self) -> str:
+        w = self.window
+        return w.text[self.start - w.start: self.end - w.start]
+
+
+def _coverage(stems: Sequence[str], present: set[str], idf: Callable[[str], float]) -> float:
+    total = sum(idf(s) for s in stems)
+    return sum(idf(s) for s in stems if s in present) / total if total > 0 else 0.0
+
+
+def _names_share(terms: QuestionTerms, text: str) -> float:
+    if not terms.name_tokens:
+        return 1.0
+    low = text.lower()
+    return sum(any(t.lower() in low for t in tokens) for tokens in terms.name_tokens) / len(terms.name_tokens)
+
+
+def evidence_sentences(terms: QuestionTerms, windows: Sequence[Window], cosines: Sequence[float],
+                       evidence: Sequence[Evidence], idf: Callable[[str], float]) -> list[Sentence]:
+    """Every distinct sentence of the evidence windows with its features (in evidence order).
+
+    `cosines[i]` is window i's embedding cosine with the question; a sentence in several windows
+    takes the best. Neighbours are the sentences before and after it in the same evidence span.
+    """
+    rank_of = {e.passage_id: e.rank for e in evidence}
+    by_span: dict[tuple[str, int, int], tuple[Window, float]] = {}
+    for w, cos in zip(windows, cosines):
+        for s, e in w.sentences:
+            key = (w.passage_id, s, e)
+            if key not in by_span or cos > by_span[key][1]:
+                by_span[key] = (w, float(cos))
+    keys = sorted(by_span, key=lambda k: (rank_of.get(k[0], 0), k[1]))
+    texts = [_text(by_span[k][0], k[1], k[2]) for k in keys]
+    stems = [stems_of(t) for t in texts]
+    kind = terms.answer.name if terms.answer.typed else ""
+    out: list[Sentence] = []
+    for i, (key, text) in enumerate(zip(keys, texts)):
+        window, cos = by_span[key]
+        around = [j for j in (i - 1, i, i + 1) if 0 <= j < len(keys) and keys[j][0] == key[0]]
+        ctx_stems = set().union(*(stems[j] for j in around))
+        ctx_text = " ".join(texts[j] for j in around)
+        attributes = terms.attributes or terms.all_stems
+        found = [(key[1] + s, key[1] + e) for s, e in type_candidates(kind, text, terms)] if kind else []
+        out.append(Sentence(window, key[1], key[2], {
+            "lex": _coverage(terms.all_stems, stems[i], idf),
+            "lex_ctx": _coverage(terms.all_stems, ctx_stems, idf),
+            "attr": _coverage(attributes, stems[i], idf),
+            "attr_ctx": _coverage(attributes, ctx_stems, idf),
+            "names": _names_share(terms, ctx_text),
+            "dense": cos,
+            "cand": float(bool(found)),
+            "cand_miss": float(bool(kind) and not found),
+            "rank": math.log1p(rank_of.get(key[0], len(evidence) + 1)),
+            "length": math.log1p(len(text) / 100.0),
+        }, found))
+    if out:
+        best_dense = max(s.features["dense"] for s in out)
+        best_lex = max(s.features["lex"] for s in out)
+        for s in out:
+            s.features["dense_gap"] = s.features["dense"] - best_dense
+            s.features["lex_gap"] = s.features["lex"] - best_lex
+    return out
+
+
+def _text(w: Window, start: int, end: int) -> str:
+    return w.text[max(0, start - w.start): max(0, end - w.start)]
+
+
+def rank_sentences(sentences: list[Sentence], ranker) -> list[Sentence]:
+    """Set each sentence's probability from the ranker (an RCSModel over SENTENCE_FEATURES) and
+    return them best first (ties: evidence order)."""
+    if not sentences:
+        return []
+    X = np.array([[s.features[name] for name in ranker.feature_names] for s in sentences], dtype=np.float64)
+    for s, p in zip(sentences, ranker.score_matrix(X)):
+        s.prob = float(p)
+    order = sorted(range(len(sentences)), key=lambda i: -sentences[i].prob)
+    return [sentences[i] for i in order]
+
+
+def window_order(ranked: Sequence[Sentence], windows: Sequence[Window]) -> list[Window]:
+    """The evidence windows ordered by their best sentence's probability (what an LLM reads first);
+    windows holding no ranked sentence follow in their own order."""
+    best: dict[int, float] = {}
+    for s in ranked:
+        for i, w in enumerate(windows):
+            if w.passage_id == s.window.passage_id and w.start <= s.start and s.end <= w.end:
+                best[i] = max(best.get(i, 0.0), s.prob)
+    order = sorted(range(len(windows)), key=lambda i: (-best.get(i, -1.0), i))
+    return [windows[i] for i in order]
+
+
+@dataclass
+class Reading:
+    """The question read against its evidence: what the ranker and the sufficiency model need."""
+
+    terms: QuestionTerms
+    windows: list[Window]
+    sentences: list[Sentence]
+    idf: Callable[[str], float]
+
+
+def read_evidence(question: str, evidence: Sequence[Evidence], state, model: str, encode) -> Reading:
+    """Cut the evidence into its sentence windows, embed-score them against the question (the
+    window index's vectors) and describe every sentence (`evidence_sentences`)."""
+    from .context import evidence_windows, make_idf, window_vectors
+    from .question import read_question
+
+    terms = read_question(question)
+    windows = evidence_windows(evidence, state, model)
+    idf = make_idf(state)
+    cosines: list[float] = []
+    if windows:
+        qvec = np.asarray(encode([question])[0], dtype=np.float32)
+        cosines = [float(c) for c in window_vectors(windows, state, model, encode) @ qvec]
+        for w, c in zip(windows, cosines):
+            w.score = c
+    return Reading(terms, windows, evidence_sentences(terms, windows, cosines, evidence, idf), idf)

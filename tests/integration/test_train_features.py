@@ -1,0 +1,82 @@
+"""Feature tables on a real repository (the Christmas Carol excerpt): the question path's own
+features and the corpus labels line up -- an answerable question whose evidence is retrieved is
+labelled a success and its answer sentence is found among the evidence sentences, its masked twin
+(evidence hidden) is labelled a failure -- and the extraction is deterministic and resumable."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from pagerag.confidence.features import PAPER_FEATURES
+from pagerag.generate.sentences import SENTENCE_FEATURES
+from pagerag.settings import load_settings
+from pagerag.train.corpus import build_book
+from pagerag.train.features import SENT_LABELS, Extractor, main, read_tables
+
+pytestmark = pytest.mark.slow
+
+QUESTIONS = [
+    {"id": "carol-wage", "source": "Novel-10146", "question_type": "Fact Retrieval",
+     "question": "How much does Scrooge say his clerk is paid each week?", "answer": "Fifteen shillings",
+     "evidence": ["Scrooge's clerk has fifteen shillings a week, a wife and a family."]},
+    {"id": "carol-marley", "source": "Novel-10146", "question_type": "Complex Reasoning",
+     "question": "Who was Scrooge's partner, and how long had he been dead?", "answer": "Marley, dead seven years",
+     "evidence": ["Marley was Scrooge's partner.", "Marley had been dead seven years."]},
+]
+
+
+@pytest.fixture(scope="module")
+def examples(carol_repo):
+    built, _ = build_book("Novel-10146", carol_repo, QUESTIONS, seed=0, split="train")
+    return {e.id: e for e in built}
+
+
+@pytest.fixture(scope="module")
+def extractor(carol_repo):
+    return Extractor(carol_repo, load_settings(pipeline="full", environ={}))
+
+
+def test_answerable_example_with_retrieved_evidence_is_a_success(examples, extractor):
+    row = extractor.example(examples["carol-wage"])
+    assert row["kind"] == "answerable" and row["answer_type"] == "money" and set(row["variants"]) == {"default", "widened"}
+    v = row["variants"]["default"]
+    assert set(PAPER_FEATURES) <= set(v["rcs"]) and set(v["level"]) == {"names_evidence", "attr_span"}
+    assert v["labels"]["rcs"] == 1 and v["labels"]["suff"] == 1 and v["labels"]["answer_retrieved"] == 1
+    assert all(len(s) == len(SENTENCE_FEATURES) for s in v["sents"]) and len(v["sents"]) == len(v["sent_labels"])
+    answer = SENT_LABELS.index("answer")
+    found = [i for i, labels in enumerate(v["sent_labels"]) if labels[answer]]
+    assert found, "the sentence stating fifteen shillings is among the evidence sentences"
+    # its quote is right by the evaluation's own scoring, and it holds a sum of money
+    assert all(v["sent_labels"][i][SENT_LABELS.index("lenient")] for i in found)
+    assert any(v["sents"][i][SENTENCE_FEATURES.index("cand")] == 1.0 for i in found)
+
+
+def test_masked_twin_is_a_failure_with_no_positive_sentence(examples, extractor):
+    masked = examples["carol-wage:masked"]
+    v = extractor.example(masked, variants=("default",))["variants"]["default"]
+    assert v["labels"] == {"rcs": 0, "suff": 0, "located": 0, "answer_retrieved": 0}
+    assert v["sents"] and not any(any(labels) for labels in v["sent_labels"])
+    # the hidden passages really are gone: no evidence sentence states the wage any more
+    answerable = extractor.example(examples["carol-wage"], variants=("default",))["variants"]["default"]
+    assert answerable["level"] != v["level"] or answerable["sents"] != v["sents"]
+
+
+def test_extraction_is_deterministic_and_resumable(examples, carol_repo, tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(e.to_dict()) + "\n" for e in examples.values()), encoding="utf-8")
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    (repos / "Novel-10146.rag").symlink_to(carol_repo, target_is_directory=True)
+    out = tmp_path / "features"
+    args = ["--corpus", str(corpus), "--repos", str(repos), "--out", str(out), "--books", "Novel-10146"]
+    assert main(args) == 0
+    table = out / "Novel-10146.jsonl.gz"
+    first = gzip.decompress(table.read_bytes())
+    rows = read_tables(out)
+    assert [r["id"] for r in rows] == list(examples) and json.loads((out / "manifest.json").read_text())["variants"]
+    stamp = table.stat().st_mtime_ns
+    assert main(args) == 0 and table.stat().st_mtime_ns == stamp  # a finished book is skipped
+    assert main(args + ["--force"]) == 0 and gzip.decompress(table.read_bytes()) == first
+    assert main(["--corpus", str(corpus), "--repos", str(tmp_path / "none"), "--out", str(out)]) == 2
