@@ -97,24 +97,12 @@ class Extractor:
         from ..retrieve.state import get_state
         from ..retrieve.windows import build_window_index
 
-        from ..retrieve.api import SMALL_BATCH
-        from ..retrieve.qencoder import get_numpy_encoder
-
         self.settings = settings
         self.state = get_state(repo)
-        full = get_encoder(settings)
-        # every window embedded once, the same way, before any question (deterministic vectors)
-        build_window_index(self.state, settings.embed.model, full)
-        small = get_numpy_encoder(settings.embed.model)
-
-        def encode(texts):
-            # questions and their pieces through the numpy encoder, as in a fresh `ask` process
-            # (sentence-transformers is loaded here for the window index; on a busy machine its
-            # threads make single questions ten times slower)
-            texts = list(texts)
-            return small.encode(texts) if small is not None and len(texts) <= SMALL_BATCH else full(texts)
-
-        self.encode = encode
+        # the session's encoder, as `ask` has it (ONNX by default); every window embedded once,
+        # the same way, before any question
+        self.encode = get_encoder(settings)
+        build_window_index(self.state, settings.embed.model, self.encode)
 
     def variant(self, ex: CorpusExample, widened: bool) -> dict:
         from ..generate.gate import retrieval_features
@@ -132,6 +120,7 @@ class Extractor:
             "level": {k: round(float(v), 6) for k, v in evidence_level(reading.terms, r.evidence, reading.idf).items()},
             "sents": [_round(s.features[n] for n in SENTENCE_FEATURES) for s in reading.sentences],
             "sent_labels": sentence_labels(ex, reading.sentences, True),
+            "graph": {k: round(float(v), 6) for k, v in r.graph_features.items()},
             "labels": example_labels(ex, r.evidence),
             "need": r.plan.need, "n_evidence": len(r.evidence), "evidence_tokens": r.evidence_tokens,
         }
