@@ -166,18 +166,19 @@ def _sufficiency(retrieval, reading: Reading, ranked: list[Sentence], excerpts: 
     cfg = pipe.settings.generate
     rcs = float(book_rcs_model().score(gate.features))
     features = aggregate([s.features for s in ranked], [s.prob for s in ranked],
-                         evidence_level(reading.terms, retrieval.evidence, reading.idf), rcs, reading.terms.answer.typed)
+                         {**evidence_level(reading.terms, retrieval.evidence, reading.idf), **retrieval.graph_features},
+                         rcs, reading.terms.answer.typed)
     model, method = packaged(SUFFICIENCY), "model"
     if pipe.llm is not None and cfg.judge == "auto":
         shown = judge_excerpts(excerpts, cfg.judge_context_tokens)
-        p_yes = llm_p_yes(pipe.llm, retrieval.question, shown, cost, _graph_context(retrieval.hints, shown, pipe.settings))
+        p_yes = llm_p_yes(pipe.llm, retrieval.question, shown, cost, graph_context_for(retrieval.hints, shown, pipe.settings))
         if p_yes is not None:
             features[LLM_FEATURE] = p_yes_logit(p_yes)
             model, method = packaged(SUFFICIENCY_LLM), "model+llm"
     return decide(model, features, model.tau_for(cfg.target_cwar), method, reading.terms)
 
 
-def _graph_context(hints, excerpts: list, settings: Settings) -> str:
+def graph_context_for(hints, excerpts: list, settings: Settings) -> str:
     cfg = settings.generate
     return graph_context(hints, excerpts, cfg.graph_context_tokens, settings.chunk.encoding) if cfg.graph_context else ""
 
@@ -196,7 +197,7 @@ def _compose(answer: Answer, ranked: list[Sentence], excerpts: list, pipe: Sessi
         checked, _ = charged(pipe.llm, cost, lambda: llm_answer(
             pipe.llm, answer.question, excerpts, max_tokens=cfg.answer_max_tokens,
             temperature=pipe.settings.llm.temperature, allow_refusal=cfg.evidence_constraint and cfg.answer_may_abstain,
-            graph_context=_graph_context(hints, excerpts, pipe.settings)))
+            graph_context=graph_context_for(hints, excerpts, pipe.settings)))
         if checked.abstained:
             return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: the answerer found no statement of the "
                            "answer in the excerpts.")

@@ -30,7 +30,8 @@ from .answer import render_excerpts
 from .question import QuestionTerms
 
 SUFFICIENCY_FEATURES = ("rcs", "top_prob", "second_prob", "top_lex", "top_attr", "top_names", "top_dense",
-                        "top_cand", "cand_top3", "max_dense", "max_lex", "names_evidence", "attr_span", "typed")
+                        "top_cand", "cand_top3", "max_dense", "max_lex", "names_evidence", "attr_span", "typed",
+                        "graph_paths", "best_path", "community_match", "graph_only_share")
 LLM_FEATURE = "p_yes_logit"
 TYPE_WORDS = {"money": "sum of money", "year": "year", "date": "date or time", "age": "age", "count": "number",
               "place": "place", "person": "name"}
@@ -55,7 +56,8 @@ def evidence_level(terms: QuestionTerms, evidence: Sequence[Evidence], idf: Call
 def aggregate(ranked: Sequence[Mapping[str, float]], probs: Sequence[float], level: Mapping[str, float],
               rcs: float, typed: bool) -> dict[str, float]:
     """SUFFICIENCY_FEATURES from the ranked sentences' features (best first) and probabilities,
-    the evidence-level signals and the RCS. No sentence: every sentence feature is 0."""
+    the evidence-level signals (with what the graph added: retrieve.api.graph_features) and the
+    RCS. No sentence: every sentence feature is 0."""
     top = ranked[0] if ranked else {}
     return {
         "rcs": float(rcs),
@@ -72,6 +74,10 @@ def aggregate(ranked: Sequence[Mapping[str, float]], probs: Sequence[float], lev
         "names_evidence": float(level.get("names_evidence", 0.0)),
         "attr_span": float(level.get("attr_span", 0.0)),
         "typed": float(typed),
+        "graph_paths": math.log1p(float(level.get("n_paths", 0.0))),
+        "best_path": float(level.get("best_path", 0.0)),
+        "community_match": float(level.get("community_match", 0.0)),
+        "graph_only_share": float(level.get("graph_only_share", 0.0)),
     }
 
 

@@ -45,6 +45,8 @@ ABLATIONS = {
     "answer-type signals (typed, top_cand, cand_top3)": ("typed", "top_cand", "cand_top3"),
     "rcs": ("rcs",),
     "dense (top_dense, max_dense)": ("top_dense", "max_dense"),
+    "graph (graph_paths, best_path, community_match, graph_only_share)": ("graph_paths", "best_path", "community_match",
+                                                                          "graph_only_share"),
 }
 RANKER_ABLATIONS = {"answer-type candidates (cand, cand_miss)": ("cand", "cand_miss")}
 

@@ -54,7 +54,7 @@ def sample(examples: list[CorpusExample], per_book: int, seed: int = 0) -> list[
 
 def measure(ex: CorpusExample, rag, answers: bool) -> dict:
     from ..generate.answer import llm_answer
-    from ..generate.decide import Session, llm_excerpts, read_ranked
+    from ..generate.decide import Session, graph_context_for, llm_excerpts, read_ranked
     from ..generate.sufficiency import judge_excerpts, llm_p_yes
     from ..records import StageCost
 
@@ -64,12 +64,14 @@ def measure(ex: CorpusExample, rag, answers: bool) -> dict:
     reading, ranked = read_ranked(retrieval, pipe)
     excerpts = llm_excerpts(reading, ranked, pipe)
     cost = StageCost()
-    p_yes = llm_p_yes(rag.llm, retrieval.question, judge_excerpts(excerpts, cfg.judge_context_tokens), cost)
+    shown = judge_excerpts(excerpts, cfg.judge_context_tokens)
+    p_yes = llm_p_yes(rag.llm, retrieval.question, shown, cost, graph_context_for(retrieval.hints, shown, rag.settings))
     row = {"id": ex.id, "book": ex.book, "kind": ex.kind, "p_yes": p_yes, "judge_ms": round(cost.latency_ms, 1),
            "judge_prompt_tokens": cost.prompt_tokens}
     if answers and ex.answerable:
         checked, completion = llm_answer(rag.llm, retrieval.question, excerpts, max_tokens=cfg.answer_max_tokens,
-                                         temperature=rag.settings.llm.temperature)
+                                         temperature=rag.settings.llm.temperature,
+                                         graph_context=graph_context_for(retrieval.hints, excerpts, rag.settings))
         row.update(answer=completion.text, answer_ms=round(completion.latency_ms, 1),
                    answer_prompt_tokens=completion.prompt_tokens, gold=ex.answer,
                    excerpts=[{"n": e.n, "passage_id": e.passage_id, "doc_id": e.doc_id, "file": e.file, "start": e.start,

@@ -63,7 +63,8 @@ def load_examples(rows: Sequence[dict]) -> list[Example]:
         for name, v in r["variants"].items():
             sents = np.asarray(v["sents"], dtype=np.float64).reshape(-1, len(SENTENCE_FEATURES))
             labels = np.asarray(v["sent_labels"], dtype=np.int64).reshape(-1, len(SENT_LABELS))
-            variants[name] = Variant(v["rcs"], sents, labels, v["level"], v["labels"], v.get("ms", {}))
+            level = {**v["level"], **v.get("graph", {})}  # as generate.decide passes them to aggregate
+            variants[name] = Variant(v["rcs"], sents, labels, level, v["labels"], v.get("ms", {}))
         out.append(Example(r["id"], r["book"], r["kind"], r["question_type"], r["answer_type"], r["located"], variants))
     return out
 
