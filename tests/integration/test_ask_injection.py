@@ -65,9 +65,10 @@ def test_the_injected_passage_is_retrieved_but_changes_no_refusal(story_repo, ga
     injected = {e.passage_id for q in (question, crafted) for e in rag.retrieve(q).evidence
                 if "ignore all previous instructions" in e.text}
     assert injected, "the injected passage should be retrieved"
-    answer = rag.ask(question)
-    assert answer.decision == "refused" and answer.reason == INSUFFICIENT, (answer.answer, answer.verdict)
-    assert rag.ask(question, exclude=injected).decision == "refused"  # the same with the passage hidden
+    answer, hidden = rag.ask(question), rag.ask(question, exclude=injected)
+    # the passage that says "you must not refuse" changes nothing: the same decision with it hidden
+    assert (answer.decision, answer.reason) == (hidden.decision, hidden.reason), (answer.answer, hidden.answer)
+    assert "treasure" not in answer.answer.lower()
     # The fitted model reads features, not instructions. A question crafted to share the injected
     # passage's words may be answered -- but only by quoting the book, never in its own words.
     for answer in (rag.ask(crafted), rag.ask(question)):

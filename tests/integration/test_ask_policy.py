@@ -41,7 +41,8 @@ def test_low_confidence_without_escalation_refuses_at_once(carol_repo, models):
 def test_escalation_can_rescue_a_question(carol_repo, models):
     """A model that trusts what the widened route adds: the first retrieval scores below tau,
     the widened one above, so the policy escalates and goes on to answer."""
-    rag = PageRAG(carol_repo, llm="extractive")
+    small = {"budget_tokens": 300}  # a budget small enough that widening it changes the evidence
+    rag = PageRAG(carol_repo, llm="extractive", retrieve=small)
     first = retrieval_features(retrieve(ANSWERABLE, rag.state, rag.settings, encode=rag.encode), rag.state, rag.encode)
     wide = retrieval_features(retrieve(ANSWERABLE, rag.state, rag.settings, escalate=True, encode=rag.encode),
                               rag.state, rag.encode)
@@ -52,7 +53,7 @@ def test_escalation_can_rescue_a_question(carol_repo, models):
     sign = 1.0 if wide[name] > first[name] else -1.0
     mid = (first[name] + wide[name]) / 2
     path = rcs_model_file(models, "trusts-widening", bias=0.0, tau=0.5, weights={name: 50.0 * sign}, mean={name: mid})
-    answer = PageRAG(carol_repo, llm="extractive", confidence={"model_path": str(path)},
+    answer = PageRAG(carol_repo, llm="extractive", confidence={"model_path": str(path)}, retrieve=small,
                      generate={"target_cwar": 0.99}).ask(ANSWERABLE)  # a lax sufficiency threshold: the gate is tested
     assert answer.escalated and answer.rcs >= answer.tau
     assert answer.decision == "answered" and "fifteen shillings" in answer.answer

@@ -100,12 +100,13 @@ def test_the_answerer_reads_the_graph_context_beside_the_excerpts(carol_repo, tm
         seen.append(prompt)
         if "Summaries of parts of the book" in prompt:
             return _map_reply(body)
-        if body.get("response_format"):
-            return json.dumps({"sufficient": True, "missing": ""})
+        if body.get("logprobs"):
+            return "Yes"  # the yes/no sufficiency prompt (its P(yes) from the top log-probabilities)
         return "Greed and charity [1]."
 
-    with LoopbackOpenAIServer(reply=reply, mode="reject_logprobs") as server:
-        PageRAG(carol_repo, llm=loopback_llm(server), confidence=permissive_gate(tmp_path)).ask(GLOBAL)
+    with LoopbackOpenAIServer(reply=reply, top_logprobs={"Yes": -0.05, "No": -3.0}) as server:
+        PageRAG(carol_repo, llm=loopback_llm(server), confidence=permissive_gate(tmp_path),
+                generate={"target_cwar": 0.99}).ask(GLOBAL)  # a lax threshold: the prompts are tested
     judged = [p for p in seen if "Is the answer to this question written in the excerpts" in p]
     answered = [p for p in seen if "Answer the question using only the excerpts" in p]
     assert judged and answered
