@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO_ROOT))
 MODEL = "packaged:all-MiniLM-L6-v2"
 CONFIGS = [("torch", "fp32"), ("torch", "bf16"), ("onnx", "fp32"), ("onnx", "int8")]
 TEST_BOOKS = {"Novel-10762", "Novel-44557", "Novel-47676", "Novel-54537", "Novel-5956"}
-QUESTION = "How much does Scrooge say his clerk earns per week?"
+QUESTION = "Which ship did the harbour master thank the keeper for saving?"
 
 
 def data_dir() -> Path:

@@ -60,7 +60,7 @@ PROBE_TEXTS = [
     "be in want of a wife.",
     "To Sherlock Holmes she is always the woman. I have seldom heard him mention her under any other "
     "name. In his eyes she eclipses and predominates the whole of her sex.",
-    "How much does Scrooge say his clerk earns per week?",
+    "Which ship did the harbour master thank the keeper for saving?",
     "Who tells the narrator to go to sea, and why?",
 ]
 
