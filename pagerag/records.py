@@ -273,6 +273,17 @@ class Retrieval:
     def evidence_tokens(self) -> int:
         return sum(e.n_tokens for e in self.evidence)
 
+    def budget_use(self) -> dict[str, float]:
+        """Per operator, the share of the budget B filled by evidence it proposed. No operator has
+        a reserved share; this is what each one won in the pool (a passage proposed by several
+        operators counts for each, so the shares may sum past the total)."""
+        budget = max(1, self.plan.budget_tokens)
+        use: dict[str, float] = {}
+        for e in self.evidence:
+            for op in e.operators:
+                use[op] = use.get(op, 0.0) + e.n_tokens / budget
+        return {op: round(share, 4) for op, share in sorted(use.items(), key=lambda kv: -kv[1])}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
@@ -286,6 +297,7 @@ class Retrieval:
             "graph_features": dict(self.graph_features),
             "tokens": {"prompt": self.llm_cost.prompt_tokens, "completion": self.llm_cost.completion_tokens},
             "evidence_tokens": self.evidence_tokens,
+            "budget_use": self.budget_use(),
         }
 
 

@@ -74,6 +74,28 @@ def check_citations(text: str, excerpts: list[Excerpt]) -> CheckedAnswer:
     return CheckedAnswer(cleaned, [Citation.of(by_n[n]) for n in valid], invalid, abstained=False)
 
 
+def _content_stems(text: str) -> set[str]:
+    from ..text.words import STOPWORDS, stem, words
+
+    return {stem(w) for w in words(text) if len(w) > 2 and w.lower() not in STOPWORDS}
+
+
+def _answers_the_question(excerpt: str, answer: str, question: str, threshold: float) -> bool:
+    """Some sentence of `excerpt` shares a content word with the question and holds at least
+    `threshold` of the answer's own (not the question's) content words."""
+    from ..text.sentences import split_sentences
+
+    asked = _content_stems(question)
+    stated = _content_stems(_CITATION.sub(" ", answer)) - asked
+    if not stated:
+        return False
+    for start, end in split_sentences(excerpt):
+        words = _content_stems(excerpt[start:end])
+        if words & asked and len(words & stated) >= threshold * len(stated):
+            return True
+    return False
+
+
 def answer_support(text: str, citations: list[Citation], question: str) -> float:
     """Share of the answer's content words (stemmed, citation marks removed) that its cited
     excerpts or the question contain — 0 when none of them comes from the excerpts themselves:
@@ -163,8 +185,13 @@ def ungrounded(text: str, citations: list[Citation], question: str = "") -> list
 
 
 def recite(text: str, excerpts: list[Excerpt], question: str, threshold: float) -> list[Citation]:
-    """The single excerpt that best bears the answer out, if it reaches `threshold`; else []."""
-    scored = [(answer_support(text, [Citation.of(e)], question), e) for e in excerpts]
+    """The single excerpt that best bears the answer out, if it reaches `threshold`; else [].
+    The system, not the model, chooses this citation, so it must be one a reader would accept:
+    some sentence of the excerpt has to be about the question (share a content word with it)
+    and state most of the answer (`threshold` of its own content words). Otherwise any sentence of the book -- a passage that dictates
+    an answer, say -- could launder an answer that has nothing to do with the question."""
+    scored = [(answer_support(text, [Citation.of(e)], question), e) for e in excerpts
+              if _answers_the_question(e.text, text, question, threshold)]
     best_share, best = max(scored, key=lambda pair: pair[0], default=(0.0, None))
     return [Citation.of(best)] if best is not None and best_share >= threshold else []
 

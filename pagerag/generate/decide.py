@@ -138,7 +138,7 @@ def _charge_router(costs: dict[str, StageCost], retrieval) -> None:
 
 def _describe_route(answer: Answer, retrieval) -> None:
     analysis = retrieval.analysis
-    answer.plan = asdict(retrieval.plan)
+    answer.plan = {**asdict(retrieval.plan), "budget_use": retrieval.budget_use()}
     answer.analysis = {"need": analysis.need, "decided_by": analysis.decided_by, "reason": analysis.reason,
                        "links": [asdict(link) for link in analysis.links]}
     answer.hints = [asdict(h) for h in retrieval.hints]

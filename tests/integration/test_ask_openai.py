@@ -95,7 +95,7 @@ def test_without_log_probabilities_the_no_llm_model_decides(carol_repo, gate):
 
 
 def test_answer_without_a_valid_citation_is_refused(carol_repo, gate):
-    for text in ("He earns fifteen shillings a week.", "He earns fifteen shillings a week [9]."):
+    for text in ("He earns fifteen shillings a week.", "He earns fifteen shillings a week [99]."):
         with LoopbackOpenAIServer(reply=replies(answer=text), top_logprobs=YES) as server:
             answer = ask(carol_repo, gate, server, generate={"attribute_uncited": False})
         assert answer.decision == "refused" and answer.reason == UNSUPPORTED, text
@@ -113,15 +113,17 @@ def test_uncited_answer_is_cited_only_when_an_excerpt_bears_it_out(carol_repo, g
 
 
 def test_invalid_citation_marks_are_removed_and_noted(carol_repo, gate):
-    with LoopbackOpenAIServer(reply=replies(answer="Fifteen shillings [1][9]."), top_logprobs=YES) as server:
+    with LoopbackOpenAIServer(reply=replies(answer="Fifteen shillings [1][99]."), top_logprobs=YES) as server:
         answer = ask(carol_repo, gate, server)
     assert answer.decision == "answered" and answer.answer == "Fifteen shillings [1]."
     assert [c.n for c in answer.citations] == [1]
-    assert any("[9]" in note for note in answer.notes)
+    assert any("[99]" in note for note in answer.notes)
 
 
 def test_answer_the_cited_excerpts_do_not_bear_out_is_refused(carol_repo, gate):
-    with LoopbackOpenAIServer(reply=replies(answer="The ship left Bristol at dawn [1]."), top_logprobs=YES) as server:
+    # no name or number to fail the grounding check: only its words are not in any excerpt
+    with LoopbackOpenAIServer(reply=replies(answer="The ship sailed away over the sea at dawn [1]."),
+                              top_logprobs=YES) as server:
         answer = ask(carol_repo, gate, server)
     assert answer.decision == "refused" and answer.reason == UNSUPPORTED
     assert "not borne out" in answer.answer

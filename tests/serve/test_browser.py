@@ -76,7 +76,7 @@ def test_page_asks_opens_a_citation_and_shows_a_refusal(browser, served, tmp_pat
     assert "fifteen shillings" in browser.find_element(By.ID, "answer").text
     assert "need:" in browser.find_element(By.ID, "route-need").text
     assert browser.find_elements(By.CSS_SELECTOR, "#route .share")  # operators and budget shares
-    assert "judge (heuristic): sufficient" in browser.find_element(By.ID, "verdict").text
+    assert "judge (model): sufficient" in browser.find_element(By.ID, "verdict").text
     assert browser.find_element(By.ID, "rcs").text.startswith("RCS")
     stages = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "#costs tbody tr")]
     assert any(s.startswith("retrieve") for s in stages) and stages[-1].startswith("total")

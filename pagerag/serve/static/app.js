@@ -133,7 +133,7 @@ function showRoute(a) {
   const analysis = a.analysis || {};
   $("route-need").textContent = `need: ${plan.need || analysis.need || "?"}` +
     (analysis.decided_by ? ` (by ${analysis.decided_by})` : "") + (a.escalated ? " · widened once" : "");
-  const shares = Object.entries(plan.shares || {});
+  const shares = Object.entries(plan.budget_use || {});  // share of the budget each operator's passages filled
   $("route").replaceChildren(...shares.map(([op, share]) => el("div", { class: "share" },
     el("span", { class: "name" }, op), el("span", { class: "bar" }, barFill(share)), el("span", {}, share.toFixed(2)))));
   const ops = (plan.operators || []).join(" → ");
