@@ -110,12 +110,16 @@ def build_repository(
     docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths], settings.chunk))
     try:
         with StageProgress(show_progress, listener=on_progress) as progress:
-            passages, vectors, bm25, graph_stage = _run_stages(docs, settings, cache, progress, timings, llm)
+            passages, vectors, bm25, graph_stage, windows = _run_stages(docs, settings, cache, progress, timings, llm)
             t0 = time.perf_counter()
             with progress.stage("publish", 3) as advance:
                 manifest = _manifest(docs, passages, graph_stage, settings, timings, started, llm, vectors.shape[1])
+                if windows is not None:
+                    manifest["windows"] = windows.info()  # which model and cut made windows.npz
                 write_repository_files(staging, docs, passages, vectors, bm25, graph_stage.graphs,
                                        graph_stage.entity_vectors, manifest)
+                if windows is not None:
+                    windows.write(staging)
                 advance(1)
                 validate_repository(staging)
                 advance(1)
@@ -123,9 +127,22 @@ def build_repository(
                 advance(1)
             cache.prune_unused()
             timings["publish"] = time.perf_counter() - t0
+            _timed(timings, "snapshot", lambda: _write_query_snapshot(repo))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return BuildReport(repo=repo, manifest=manifest, resumed_stages=sorted(set(cache.hits)))
+
+
+def _write_query_snapshot(repo: Path) -> None:
+    """Open the published repository once as a question would: that writes the query snapshot
+    (retrieve.state), so the first `pagerag ask` after a build starts as fast as the next."""
+    from .retrieve.state import forget_state, get_state
+
+    try:
+        get_state(repo)
+    except OSError:
+        pass  # an unwritable cache dir: the first question writes it, or does without
+    forget_state(repo)
 
 
 def write_repository_files(staging, docs, passages, vectors, bm25, graphs, entity_vectors, manifest) -> None:
@@ -176,7 +193,81 @@ def _run_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, pr
     with progress.stage("index", 1) as advance:
         bm25 = _timed(timings, "index", lambda: BM25Index.build(texts))
         advance(1)
-    return passages, vectors, bm25, _build_graphs(passages, settings, cache, progress, timings, passages_key, llm)
+    if not settings.embed.windows:
+        return passages, vectors, bm25, _build_graphs(passages, settings, cache, progress, timings, passages_key, llm), None
+    # spaCy extraction and governance keep one core busy; the window embedding fills the other
+    windows = WindowJob(passages, {d.doc_id: d.text for d in docs}, settings, cache, progress)
+    try:
+        graph_stage = _build_graphs(passages, settings, cache, progress, timings, passages_key, llm)
+        t0 = time.perf_counter()
+        table = windows.result()
+        timings["windows_wait"] = round(time.perf_counter() - t0, 3)  # the part the graph stages did not hide
+        timings["windows"] = windows.seconds
+    finally:
+        windows.stop()
+    return passages, vectors, bm25, graph_stage, table
+
+
+class WindowJob:
+    """Embeds every passage's sentence windows in a background thread (blocks of passages,
+    cached like the passage embeddings, so a killed build resumes), while the graph stages run."""
+
+    def __init__(self, passages, sources: dict[str, str], settings: Settings, cache: StageCache, progress):
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._stopping = threading.Event()
+        self.seconds = 0.0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="windows")
+        self._future = self._pool.submit(self._run, passages, sources, settings, cache, progress)
+
+    def _run(self, passages, sources, settings, cache, progress):
+        from .index.encoder import get_encoder
+        from .retrieve.windows import passage_windows
+
+        t0 = time.perf_counter()
+        cut = [passage_windows(p, sources[p.doc_id]) for p in passages]
+        encoder = get_encoder(settings.embed)
+        blocks = []
+        with progress.stage("windows", len(passages)) as advance:
+            for lo in range(0, len(passages), EMBED_BLOCK):
+                if self._stopping.is_set():
+                    return None
+                texts = [w.text for ws in cut[lo : lo + EMBED_BLOCK] for w in ws]
+                key = digest("windows", settings.embed.model, encoder.backend, encoder.precision, texts)
+                blocks.append(cache.get_or_compute(
+                    "windows", key, lambda texts=texts: encoder.encode(texts, batch_size=settings.embed.batch_size)))
+                advance(len(cut[lo : lo + EMBED_BLOCK]))
+        self.seconds = round(time.perf_counter() - t0, 3)
+        return WindowTable([len(ws) for ws in cut], [(w.start, w.end) for ws in cut for w in ws],
+                           np.concatenate(blocks), settings.embed.model)
+
+    def result(self) -> "WindowTable":
+        return self._future.result()
+
+    def stop(self) -> None:
+        self._stopping.set()  # an interrupted build does not wait for the rest of the windows
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass
+class WindowTable:
+    """Every passage's window spans and vectors, as the build writes them into the repository."""
+
+    counts: list[int]
+    spans: list[tuple[int, int]]
+    vectors: np.ndarray
+    model: str
+
+    def info(self) -> dict[str, Any]:
+        from .retrieve.windows import WINDOW_CHARS
+
+        return {"model": self.model, "chars": WINDOW_CHARS, "count": len(self.spans)}
+
+    def write(self, repo_dir: Path) -> None:
+        from .retrieve.windows import WINDOWS_FILE, save_windows
+
+        save_windows(repo_dir / WINDOWS_FILE, self.counts, self.spans, self.vectors)
 
 
 EMBED_BLOCK = 256  # passages per cached block: a killed build loses at most one block of work

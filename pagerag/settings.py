@@ -56,6 +56,12 @@ class EmbedSettings(_Section):
         "2,048 word pieces per batch (8 full passages), torch takes 64 texts.",
     )
     threads: int = Field(0, ge=0, description="CPU threads of the embedder, torch or ONNX Runtime (0 = all cores).")
+    windows: bool = Field(
+        True, description="Embed every passage's sentence windows at build time (stored in the repository, "
+        "windows.npz), alongside graph extraction, so that no question embeds any and the first question after a "
+        "build is as fast as the next; off = a question embeds the windows of its candidate passages the first "
+        "time they come up (cached on disk), which makes new questions slow.",
+    )
     precision: Literal["auto", "fp32", "bf16", "int8"] = Field(
         "auto",
         description="Embedding precision. onnx: fp32, or int8 (dynamic quantisation: ~30% less CPU, median cosine "

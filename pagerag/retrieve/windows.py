@@ -23,6 +23,7 @@ from ..text.sentences import cut_windows
 from .state import RepoState
 
 WINDOW_CHARS = 320
+WINDOWS_FILE = "windows.npz"  # in a repository: every passage's window spans and vectors, from the build
 Encode = Callable[[list[str]], np.ndarray]
 
 
@@ -45,13 +46,20 @@ class WindowIndex:
         safe = re.sub(r"[^A-Za-z0-9]+", "_", self.model)[-40:]
         return cache_root() / "retrieve" / f"{self.state.data_key}-windows-{safe}-{WINDOW_CHARS}.npz"
 
+    def built_path(self):
+        """The repository's own window vectors (embedded by the build), when they were made by
+        this model and cut to this size; else None (the cache dir's file is used)."""
+        made = self.state.manifest.get("windows") or {}
+        path = self.state.path / WINDOWS_FILE
+        if made.get("model") == self.model and made.get("chars") == WINDOW_CHARS and path.is_file():
+            return path
+        return None
+
     def windows_of(self, row: int) -> list[Window]:
         """The windows of passage `row`, cut once (vectors read from disk for other cuts are dropped)."""
         if row not in self._windows:
             p = self.state.passages[row]
-            source = self.state.source_text(p.doc_id)
-            self._windows[row] = [Window(p.passage_id, p.doc_id, p.file, s, e, source[s:e], sentences)
-                                  for s, e, sentences in cut_windows(source, p.start, p.end, WINDOW_CHARS)]
+            self._windows[row] = passage_windows(p, self.state.source_text(p.doc_id))
             stored = self._stored_spans.pop(row, None)
             if stored is not None and stored != [(w.start, w.end) for w in self._windows[row]]:
                 self.vectors.pop(row, None)  # cut by other code: these vectors are not of these windows
@@ -104,7 +112,7 @@ class WindowIndex:
         self._load()
 
     def _load(self) -> None:
-        path = self.path()
+        path = self.built_path() or self.path()
         if not path.is_file():
             return
         try:
@@ -120,6 +128,19 @@ class WindowIndex:
         except (OSError, ValueError, KeyError):
             self._stored_spans.clear()
             self.vectors.clear()
+
+
+def passage_windows(passage, source: str) -> list[Window]:
+    """A passage's sentence windows (`source`: its document's text); the one cut that the build,
+    rerank, the judge and the answerer share."""
+    return [Window(passage.passage_id, passage.doc_id, passage.file, s, e, source[s:e], sentences)
+            for s, e, sentences in cut_windows(source, passage.start, passage.end, WINDOW_CHARS)]
+
+
+def save_windows(path, counts: list[int], spans: list[tuple[int, int]], vectors: np.ndarray) -> None:
+    """Window spans and vectors for rows 0..len(counts)-1, in the file format `_load` reads."""
+    np.savez(path, rows=np.arange(len(counts), dtype=np.int64), counts=np.asarray(counts, np.int64),
+             spans=np.asarray(spans, np.int64).reshape(-1, 2), vectors=np.asarray(vectors, np.float32))
 
 
 def window_index(state: RepoState, model: str) -> WindowIndex:

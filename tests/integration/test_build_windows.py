@@ -1,0 +1,93 @@
+"""The build embeds every passage's sentence windows into the repository (windows.npz), so a
+question embeds none of them, and it writes the query snapshot, so the first question after a
+build loads as fast as the next. Real build, real encoder."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pagerag.settings import load_settings
+
+STORY = "\n\n".join(
+    f"Chapter {n}. The keeper Tobias climbed the tower on the {n}th night of the storm and lit the lamps. "
+    f"His daughter Morwenna rowed out with bread and salted fish, and she told him the news of the harbour. "
+    f"The schooner Bright Hope had been seen off the point, and the fishermen said the wind would turn by morning."
+    for n in range(1, 40)
+)
+
+
+def _refuse_to_encode(texts):
+    raise AssertionError(f"a question embedded {len(texts)} window(s): the build should have")
+
+
+@pytest.fixture(scope="module")
+def settings():
+    return load_settings(environ={})
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("story") / "gull_rock.txt"
+    path.write_text(STORY + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_build_stores_every_window_of_every_passage(carol_repo, settings):
+    from pagerag.retrieve.api import get_encoder
+    from pagerag.retrieve.state import get_state
+    from pagerag.retrieve.windows import WINDOWS_FILE, WindowIndex, passage_windows
+
+    state = get_state(carol_repo)
+    made = state.manifest["windows"]
+    assert (carol_repo / WINDOWS_FILE).is_file() and made["model"] == settings.embed.model
+    cut = [passage_windows(p, state.source_text(p.doc_id)) for p in state.passages]
+    assert made["count"] == sum(len(ws) for ws in cut)
+    index = WindowIndex(state, settings.embed.model)  # as a new process opens it
+    assert sorted(index.vectors) == list(range(len(state.passages)))
+    encode = get_encoder(settings)
+    for row in (0, len(cut) // 2, len(cut) - 1):  # the stored vectors are the windows' own embeddings
+        assert [(w.start, w.end) for w in index.windows_of(row)] == [(w.start, w.end) for w in cut[row]]
+        fresh = encode([w.text for w in cut[row]])
+        assert np.min(np.sum(fresh * index.vectors[row], axis=1)) > 0.999
+
+
+def test_a_question_embeds_no_window(carol_repo, settings):
+    from pagerag.retrieve.rerank import score_windows
+    from pagerag.retrieve.state import get_state
+
+    state = get_state(carol_repo)
+    qvec = np.zeros(state.vectors.shape[1], dtype=np.float32)
+    qvec[0] = 1.0
+    rows = list(range(len(state.passages)))
+    scored = score_windows(state, rows, "Who is Marley?", qvec, _refuse_to_encode, settings.embed.model)
+    assert sorted(scored) == rows
+
+
+def test_windows_off_leaves_them_to_the_questions(story, tmp_path, settings):
+    from pagerag.build import build_repository
+    from pagerag.retrieve.api import get_encoder
+    from pagerag.retrieve.state import get_state
+    from pagerag.retrieve.windows import WINDOWS_FILE, window_index
+
+    repo = tmp_path / "off.rag"
+    build_repository([story], repo, load_settings(environ={}, overrides={"embed": {"windows": False}}), show_progress=False)
+    assert not (repo / WINDOWS_FILE).exists() and "windows" not in get_state(repo).manifest
+    index = window_index(get_state(repo), settings.embed.model)
+    assert index.built_path() is None
+    index.ensure([0], get_encoder(settings))  # embedded on demand, as before
+    assert index.vectors[0].shape[0] == len(index.windows_of(0))
+
+
+def test_the_build_writes_the_query_snapshot(story, tmp_path):
+    from pagerag.build import build_repository
+    from pagerag.retrieve.state import _snapshot_path, get_state
+
+    repo = tmp_path / "snap.rag"
+    build_repository([story], repo, load_settings(environ={}), show_progress=False)
+    built = time.time()
+    state = get_state(repo)
+    snapshot = _snapshot_path(state.key)
+    assert snapshot.is_file() and snapshot.stat().st_mtime <= built  # written by the build, not by this open
