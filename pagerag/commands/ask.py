@@ -31,6 +31,8 @@ def ask(
     if not interactive and (question is None or not question.strip()):
         raise InputError("the question is empty: give a question, or use --interactive")
     rag = _open(repo, pipeline, llm, config, set_)
+    if sys.stderr.isatty() and not as_json and not interactive:  # at a terminal: say it has started
+        typer.echo(f"asking {rag.state.path.name} ({len(rag.state.passages):,} passages) …", err=True)
     if question is not None and question.strip():
         _answer_one(rag, question, as_json)
     if interactive:
@@ -41,7 +43,24 @@ def _open(repo: Path, pipeline: Optional[str], llm: Optional[str], config: Optio
     from ..api import PageRAG
     from ..settings import load_settings
 
-    return PageRAG(repo, settings=load_settings(pipeline, config, sets=sets or (), llm=llm))
+    settings = load_settings(pipeline, config, sets=sets or (), llm=llm)
+    _prefetch_question_parser(settings)
+    return PageRAG(repo, settings=settings)
+
+
+def _prefetch_question_parser(settings) -> None:
+    """The RCS features parse the question with spaCy, whose import and model load are the
+    largest part of a cold `ask`: start them now, beside opening the repository and retrieving.
+    Only on the ONNX path, where nothing else imports torch meanwhile (text.nlp)."""
+    from ..index.encoder import choose
+    from ..text.nlp import prefetch_spacy
+
+    try:
+        backend = choose(settings.embed.model, settings.embed.backend, settings.embed.precision).backend
+    except PageRAGError:
+        return  # the encoder reports its own problem when it is built
+    if backend == "onnx":
+        prefetch_spacy(settings.extract.spacy_model)
 
 
 def _answer_one(rag, question: str, as_json: bool) -> None:

@@ -1,22 +1,58 @@
 """spaCy pipelines, loaded once per process (the one place spaCy is loaded)."""
 from __future__ import annotations
 
-import functools
 import sys
+import threading
+from concurrent.futures import Future
 from typing import Any
 
 from ..errors import ConfigError
 
 
-@functools.lru_cache(maxsize=4)
+_LOADS: dict[tuple[str, tuple[str, ...]], Future] = {}
+_LOADS_LOCK = threading.Lock()
+
+
 def load_spacy(model: str, disable: tuple[str, ...] = ("lemmatizer",)) -> Any:
-    """The spaCy pipeline `model` without the `disable`d components; a clear ConfigError when the
-    model package is not installed."""
-    spacy = _import_spacy(without_torch=not model.endswith("_trf"))
+    """The spaCy pipeline `model` without the `disable`d components, loaded once per process
+    (a load that `prefetch_spacy` started is waited for, not repeated); a clear ConfigError when
+    the model package is not installed."""
+    future, mine = _claim(model, disable)
+    if mine:
+        _load_into(future, model, disable)
+    return future.result()
+
+
+def prefetch_spacy(model: str, disable: tuple[str, ...] = ("lemmatizer",)) -> None:
+    """Start loading `model` in a background thread (seconds of a cold `ask`: spaCy's import and
+    the model's weights), so it overlaps opening the repository and retrieving. Only call it when
+    nothing else in the process may import torch meanwhile (see _import_spacy)."""
+    future, mine = _claim(model, disable)
+    if mine:
+        threading.Thread(target=_load_into, args=(future, model, disable), name="spacy-load", daemon=True).start()
+
+
+def _claim(model: str, disable: tuple[str, ...]) -> tuple[Future, bool]:
+    """The future of this load, and whether the caller must run it (nobody started it yet)."""
+    with _LOADS_LOCK:
+        key = (model, tuple(disable))
+        if key in _LOADS:
+            return _LOADS[key], False
+        _LOADS[key] = Future()
+        return _LOADS[key], True
+
+
+def _load_into(future: Future, model: str, disable: tuple[str, ...]) -> None:
     try:
-        return spacy.load(model, disable=list(disable))
-    except OSError:
-        raise ConfigError(f"spaCy model '{model}' is not installed (pip install {model.replace('_', '-')})") from None
+        spacy = _import_spacy(without_torch=not model.endswith("_trf"))
+        try:
+            future.set_result(spacy.load(model, disable=list(disable)))
+        except OSError:
+            raise ConfigError(f"spaCy model '{model}' is not installed (pip install {model.replace('_', '-')})") from None
+    except BaseException as exc:  # handed to whoever waits for the pipeline; a later call tries again
+        with _LOADS_LOCK:
+            _LOADS.pop((model, tuple(disable)), None)
+        future.set_exception(exc)
 
 
 def _import_spacy(without_torch: bool):
