@@ -207,12 +207,3 @@ def _live_users(users: Path) -> list[int]:
             else:
                 marker.unlink(missing_ok=True)
     return live
-
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
