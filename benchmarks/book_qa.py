@@ -134,9 +134,24 @@ def stage_test(corpus: Path, repos: Path, results: Results, system: str = "extra
             rags[e.book] = PageRAG(repos / f"{e.book}.rag", llm=llm or "extractive")
         started = time.perf_counter()
         answer = rags[e.book].ask(e.question, exclude=set(e.mask_passage_ids))
-        results.add(scored(system, e.book, e.id, e.kind, [e.answer], answer, started))
+        row = scored(system, e.book, e.id, e.kind, [e.answer], answer, started)
+        if system == "extractive":  # the RCS metrics: its features and the training tables' label
+            row.update(test_rcs_row(rags[e.book], e))
+        results.add(row)
         if i % 25 == 0:
             print(f"{system} test {i}/{len(todo)}", file=sys.stderr, flush=True)
+
+
+def test_rcs_row(rag, e) -> dict:
+    """RCS features of the example's retrieval (its mask hidden) and its retrieval-success label,
+    by the same rule as the training tables (pagerag.train.features.example_labels); no label
+    when the corpus could not locate an answerable question's evidence."""
+    from pagerag.generate.gate import retrieval_features
+    from pagerag.train.features import example_labels
+
+    retrieval = rag.retrieve(e.question, exclude=set(e.mask_passage_ids))
+    label = example_labels(e, retrieval.evidence)["rcs"]
+    return {"rcs_features": retrieval_features(retrieval, rag.state, rag.encode), "rcs_label": label} if label is not None else {}
 
 
 def dev_items():
@@ -282,10 +297,14 @@ def rcs_methods(feature_rows: list[dict]) -> dict:
             "query-len-inv": [1 / (1 + f["query_len"] / 20) for f in feature_rows]}
 
 
-def rcs_test(features: Path) -> dict:
+def rcs_test(features: Path, results: Results | None = None) -> dict:
     from pagerag.train.books import TEST_BOOKS
     from pagerag.train.features import read_tables
 
+    measured = [r for r in (results.rows if results else []) if r["system"] == "extractive" and r["set"] in TEST_BOOKS
+                and "rcs_features" in r]
+    if measured:  # recorded by the test stage itself
+        return rcs_table(rcs_methods([r["rcs_features"] for r in measured]), [r["rcs_label"] for r in measured])
     rows = [r["variants"]["default"] for r in read_tables(features, list(TEST_BOOKS))]
     rows = [v for v in rows if v["labels"]["rcs"] is not None]
     return rcs_table(rcs_methods([v["rcs"] for v in rows]), [v["labels"]["rcs"] for v in rows]) if rows else {}
@@ -344,7 +363,7 @@ def main() -> int:
         report["rcs_lobo"] = report["lobo"]["rcs"]
     if "test" in stages:
         stage_test(args.corpus, args.repos, results)
-        report["rcs_test"] = rcs_test(args.features)
+        report["rcs_test"] = rcs_test(args.features, results)
     if "dev" in stages:
         stage_dev(args.repos, args.work, results)
         report["rcs_dev"] = rcs_dev(results)
