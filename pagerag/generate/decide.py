@@ -38,7 +38,8 @@ from .extractive import extractive_answer
 from .gate import GateResult, rcs_gate
 from .models import SUFFICIENCY, SUFFICIENCY_LLM, RANKER, book_rcs_model, packaged
 from .sentences import Reading, Sentence, rank_sentences, read_evidence, window_order
-from .sufficiency import LLM_FEATURE, aggregate, decide, evidence_level, judge_excerpts, llm_p_yes, p_yes_logit
+from .sufficiency import (LLM_FEATURE, aggregate, decide, evidence_level, judge_excerpts, llm_p_yes, p_yes_logit,
+                          unobserved_as_typical)
 
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -175,6 +176,7 @@ def _sufficiency(retrieval, reading: Reading, ranked: list[Sentence], excerpts: 
         if p_yes is not None:
             features[LLM_FEATURE] = p_yes_logit(p_yes)
             model, method = packaged(SUFFICIENCY_LLM), "model+llm"
+    features = unobserved_as_typical(model, features, retrieval.plan.operators)
     return decide(model, features, model.tau_for(cfg.target_cwar), method, reading.terms)
 
 

@@ -24,7 +24,7 @@ import math
 from typing import Callable, Mapping, Sequence
 
 from ..llm import LLM, charged, render_prompt
-from ..records import Evidence, Excerpt, StageCost, Verdict
+from ..records import GRAPH_OPERATORS, Evidence, Excerpt, StageCost, Verdict
 from ..text.words import stems_of
 from .answer import render_excerpts
 from .question import QuestionTerms
@@ -108,6 +108,26 @@ def judge_excerpts(excerpts: list[Excerpt], max_tokens: int) -> list[Excerpt]:
             break
         out.append(e)
         used += e.n_tokens
+    return out
+
+
+# The graph features and the operators that observe them. The models were fitted on the `full`
+# route; when a pipeline does not run an operator (passages-only, ppr, ...), its features are
+# not 0 but unobserved.
+FEATURE_OPERATORS = {"graph_paths": ("path",), "best_path": ("path",), "community_match": ("community",),
+                     "graph_only_share": GRAPH_OPERATORS}
+
+
+def unobserved_as_typical(model, features: Mapping[str, float], operators: Sequence[str]) -> dict[str, float]:
+    """`features` with each feature whose operators did not run set to the model's training mean,
+    so it adds nothing to the logit. Without this a missing community score reads as "the
+    nearest community does not match at all" and (negative weight) makes the model sure of
+    itself: passages-only refused 0 of 40 unanswerable DEV questions."""
+    means = dict(zip(model.feature_names, model.mean))
+    out = dict(features)
+    for name, observers in FEATURE_OPERATORS.items():
+        if name in out and name in means and not set(observers) & set(operators):
+            out[name] = float(means[name])
     return out
 
 

@@ -86,3 +86,19 @@ def test_a_too_short_quote_takes_its_neighbour_when_asked():
     start, end = quote_span(short, extend_short=True)
     assert text[start:end] == "Scrooge paid his clerk. 'Ten pounds.'"
     assert quote_span(short, extend_short=False) == (short.start, short.end)
+
+
+def test_graph_features_of_operators_that_did_not_run_add_nothing():
+    """passages-only runs no community or path operator: its graph features are unobserved, not
+    "no match", and must not move P(sufficient) (a zero community score once made it certain)."""
+    from pagerag.confidence.model import RCSModel
+    from pagerag.generate.sufficiency import unobserved_as_typical
+
+    names = ["rcs", "community_match", "best_path"]
+    model = RCSModel(names, [0.5, 0.5, 0.3], [0.25, 0.1, 0.3], [1.0, -0.4, 0.2], 0.0)
+    raw = {"rcs": 0.5, "community_match": 0.0, "best_path": 0.0}
+    text_only = unobserved_as_typical(model, raw, ["text", "rerank"])
+    assert text_only == {"rcs": 0.5, "community_match": 0.5, "best_path": 0.3}
+    assert abs(model.score(text_only) - 0.5) < 1e-9  # rcs at its mean, the graph group neutral
+    assert model.score(raw) > 0.85  # what the zeros did
+    assert unobserved_as_typical(model, raw, ["text", "path", "community"]) == raw  # observed: kept
