@@ -176,7 +176,9 @@ def _sufficiency(retrieval, reading: Reading, ranked: list[Sentence], excerpts: 
         if p_yes is not None:
             features[LLM_FEATURE] = p_yes_logit(p_yes)
             model, method = packaged(SUFFICIENCY_LLM), "model+llm"
-    features = unobserved_as_typical(model, features, retrieval.plan.operators)
+    # the pipeline's allowed operators, not this question's route: the models were fitted on
+    # `full`, whose routes leave out operators too, and learned what that looks like
+    features = unobserved_as_typical(model, features, pipe.settings.retrieve.operators)
     return decide(model, features, model.tau_for(cfg.target_cwar), method, reading.terms)
 
 

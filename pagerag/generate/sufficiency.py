@@ -112,7 +112,7 @@ def judge_excerpts(excerpts: list[Excerpt], max_tokens: int) -> list[Excerpt]:
 
 
 # The graph features and the operators that observe them. The models were fitted on the `full`
-# route; when a pipeline does not run an operator (passages-only, ppr, ...), its features are
+# pipeline; when a pipeline never runs an operator (passages-only, ppr, ...), its features are
 # not 0 but unobserved.
 FEATURE_OPERATORS = {"graph_paths": ("path",), "best_path": ("path",), "community_match": ("community",),
                      "graph_only_share": GRAPH_OPERATORS}
