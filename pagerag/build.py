@@ -127,21 +127,24 @@ def build_repository(
                 advance(1)
             cache.prune_unused()
             timings["publish"] = time.perf_counter() - t0
-            _timed(timings, "snapshot", lambda: _write_query_snapshot(repo))
+            _timed(timings, "snapshot", lambda: _write_query_snapshot(repo, settings))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return BuildReport(repo=repo, manifest=manifest, resumed_stages=sorted(set(cache.hits)))
 
 
-def _write_query_snapshot(repo: Path) -> None:
+def _write_query_snapshot(repo: Path, settings: Settings) -> None:
     """Open the published repository once as a question would: that writes the query snapshot
-    (retrieve.state), so the first `pagerag ask` after a build starts as fast as the next."""
+    (retrieve.state) and embeds the governed communities' summaries (the community operator's
+    vectors), so the first `pagerag ask` after a build starts as fast as the next."""
+    from .retrieve.api import get_encoder
     from .retrieve.state import forget_state, get_state
 
     try:
-        get_state(repo)
+        state = get_state(repo)
+        state.community_vectors(state.view("governed"), get_encoder(settings))
     except OSError:
-        pass  # an unwritable cache dir: the first question writes it, or does without
+        pass  # an unwritable cache dir: the first question writes them, or does without
     forget_state(repo)
 
 

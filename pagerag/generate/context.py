@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..offline import count_tokens
 from ..records import Evidence, Excerpt, Window
-from ..text.words import stems_of
 
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -24,15 +22,9 @@ Encode = Callable[[list[str]], np.ndarray]
 # --------------------------------------------------------------------------------------------
 # IDF over the repository's passages (cached per repository version)
 
-def idf_table(state) -> tuple[Counter, int]:
-    """Document frequencies of stems over the repository's passages (once per repository version)."""
-    def count() -> tuple[Counter, int]:
-        df: Counter = Counter()
-        for passage in state.passages:
-            df.update(stems_of(passage.text))
-        return df, len(state.passages)
-
-    return state.memo("idf", count)
+def idf_table(state) -> tuple[dict[str, int], int]:
+    """Document frequencies of stems over the repository's passages (in the state's snapshot)."""
+    return state.stem_frequencies()
 
 
 def make_idf(state) -> Callable[[str], float]:

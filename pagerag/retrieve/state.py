@@ -67,9 +67,10 @@ class RepoState:
         self._memo: dict[Any, Any] = {}
         snapshot = _load_snapshot(self.key)
         if snapshot is not None:
-            self.passages, self.vectors, self._views = snapshot
+            self.passages, self.vectors, self._views, self._stem_df = snapshot
         else:
             self._views = {}
+            self._stem_df = None
             self._read_tables()
         self.passage_index = {p.passage_id: i for i, p in enumerate(self.passages)}
         if snapshot is None:
@@ -88,10 +89,25 @@ class RepoState:
                 f"{self.path}: {self.vectors.shape[0]} passage vectors for {len(self.passages)} passages; rebuild it")
 
     def _save_snapshot(self) -> None:
+        """Everything a question derives from the repository alone goes in: the graph views with
+        their PPR matrices and community rows, and the stems' document frequencies. The build
+        writes it, so no question pays for any of it."""
         from ..repository import GRAPH_KINDS
 
         views = {kind: self.view(kind) for kind in GRAPH_KINDS}
-        _write_pickle(_snapshot_path(self.key), (self.passages, self.vectors, views))
+        for kind in GRAPH_KINDS:
+            self.ppr_graph(kind)
+            self.community_rows(kind)
+        _write_pickle(_snapshot_path(self.key), (self.passages, self.vectors, views, self.stem_frequencies()))
+
+    def stem_frequencies(self) -> tuple[dict[str, int], int]:
+        """How many passages hold each word stem, and the number of passages (for IDF)."""
+        if self._stem_df is None:
+            from ..text.words import document_frequencies
+
+            with self._lock:
+                self._stem_df = (document_frequencies(p.text for p in self.passages), len(self.passages))
+        return self._stem_df
 
     @functools.cached_property
     def repo(self):

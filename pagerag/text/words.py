@@ -77,3 +77,13 @@ def words(text: str) -> list[str]:
 
 def stems_of(text: str) -> set[str]:
     return {stem(w) for w in words(text)}
+
+
+def document_frequencies(texts) -> dict[str, int]:
+    """For each stem, the number of `texts` that contain it."""
+    from collections import Counter
+
+    df: Counter = Counter()
+    for text in texts:
+        df.update(stems_of(text))
+    return dict(df)

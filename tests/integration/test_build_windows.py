@@ -91,3 +91,9 @@ def test_the_build_writes_the_query_snapshot(story, tmp_path):
     state = get_state(repo)
     snapshot = _snapshot_path(state.key)
     assert snapshot.is_file() and snapshot.stat().st_mtime <= built  # written by the build, not by this open
+    from pagerag.offline import cache_root
+
+    vectors = list((cache_root() / "retrieve").glob(f"{state.data_key}-communities-governed-*.npy"))
+    assert vectors and vectors[0].stat().st_mtime <= built  # the community operator's vectors too
+    df, n = state.stem_frequencies()  # IDF counts came with the snapshot
+    assert n == len(state.passages) and df["keeper"] >= 1
