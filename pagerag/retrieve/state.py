@@ -67,7 +67,8 @@ class RepoState:
         self._memo: dict[Any, Any] = {}
         snapshot = _load_snapshot(self.key)
         if snapshot is not None:
-            self.passages, self.vectors, self._views, self._stem_df = snapshot
+            self.passages, self.vectors, self._stem_df = snapshot
+            self._views = {}
         else:
             self._views = {}
             self._stem_df = None
@@ -94,11 +95,12 @@ class RepoState:
         writes it, so no question pays for any of it."""
         from ..repository import GRAPH_KINDS
 
-        views = {kind: self.view(kind) for kind in GRAPH_KINDS}
-        for kind in GRAPH_KINDS:
+        for kind in GRAPH_KINDS:  # one file per view: a question loads only the graph it reads
+            view = self.view(kind)
             self.ppr_graph(kind)
             self.community_rows(kind)
-        _write_pickle(_snapshot_path(self.key), (self.passages, self.vectors, views, self.stem_frequencies()))
+            _write_pickle(_snapshot_path(f"{self.key}-{kind}"), view)
+        _write_pickle(_snapshot_path(self.key), (self.passages, self.vectors, self.stem_frequencies()))
 
     def stem_frequencies(self) -> tuple[dict[str, int], int]:
         """How many passages hold each word stem, and the number of passages (for IDF)."""
@@ -166,7 +168,7 @@ class RepoState:
     def view(self, kind: str) -> GraphView:
         with self._lock:
             if kind not in self._views:
-                self._views[kind] = self._load_view(kind)
+                self._views[kind] = _load_snapshot(f"{self.key}-{kind}") or self._load_view(kind)
             return self._views[kind]
 
     def _load_view(self, kind: str) -> GraphView:
