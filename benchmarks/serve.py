@@ -235,7 +235,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/pagerag-serve-bench"))
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8])
-    parser.add_argument("--workers", type=int, default=2, help="the server's --workers")
+    parser.add_argument("--workers", type=int, default=1, help="the server's --workers")
     parser.add_argument("--no-rebuild", action="store_true")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--_in-process", dest="in_process", nargs=2, help=argparse.SUPPRESS)

@@ -33,7 +33,7 @@ class ServeConfig:
     llm: str | None = None  # default LLM backend
     config_file: Path | None = None
     sets: list[str] = field(default_factory=list)  # --set section.field=value overrides
-    workers: int = 2  # questions answered at once (threads); the rest wait their turn
+    workers: int = 1  # questions answered at once (threads); the rest wait their turn (see --workers)
     max_upload_bytes: int = 20 * MB
     max_body_bytes: int = 1 * MB  # JSON bodies
     warm: bool = True  # answer a warm-up question when a version is opened
