@@ -74,10 +74,16 @@ def check_citations(text: str, excerpts: list[Excerpt]) -> CheckedAnswer:
     return CheckedAnswer(cleaned, [Citation.of(by_n[n]) for n in valid], invalid, abstained=False)
 
 
-def _content_stems(text: str) -> set[str]:
+def _content_words(text: str) -> list[str]:
+    """The stems of a text's content words (no stop words, no words of two letters or fewer),
+    citation marks removed, in order."""
     from ..text.words import STOPWORDS, stem, words
 
-    return {stem(w) for w in words(text) if len(w) > 2 and w.lower() not in STOPWORDS}
+    return [stem(w) for w in words(_CITATION.sub(" ", text)) if len(w) > 2 and w.lower() not in STOPWORDS]
+
+
+def _content_stems(text: str) -> set[str]:
+    return set(_content_words(text))
 
 
 def _answers_the_question(excerpt: str, answer: str, question: str, threshold: float) -> bool:
@@ -86,7 +92,7 @@ def _answers_the_question(excerpt: str, answer: str, question: str, threshold: f
     from ..text.sentences import split_sentences
 
     asked = _content_stems(question)
-    stated = _content_stems(_CITATION.sub(" ", answer)) - asked
+    stated = _content_stems(answer) - asked
     if not stated:
         return False
     for start, end in split_sentences(excerpt):
@@ -101,9 +107,9 @@ def answer_support(text: str, citations: list[Citation], question: str) -> float
     excerpts or the question contain — 0 when none of them comes from the excerpts themselves:
     a cited answer that the excerpts do not bear out (a model echoing the prompt, or adding
     outside knowledge) scores low."""
-    from ..text.words import STOPWORDS, stem, words
+    from ..text.words import stem, words
 
-    content = [stem(w) for w in words(_CITATION.sub(" ", text)) if len(w) > 2 and w.lower() not in STOPWORDS]
+    content = _content_words(text)
     if not content:
         return 0.0
     cited = {stem(w) for c in citations for w in words(c.quote)}
@@ -188,8 +194,9 @@ def recite(text: str, excerpts: list[Excerpt], question: str, threshold: float) 
     """The single excerpt that best bears the answer out, if it reaches `threshold`; else [].
     The system, not the model, chooses this citation, so it must be one a reader would accept:
     some sentence of the excerpt has to be about the question (share a content word with it)
-    and state most of the answer (`threshold` of its own content words). Otherwise any sentence of the book -- a passage that dictates
-    an answer, say -- could launder an answer that has nothing to do with the question."""
+    and state most of the answer (`threshold` of its own content words). Otherwise any sentence
+    of the book -- a passage that dictates an answer, say -- could launder an answer that has
+    nothing to do with the question."""
     scored = [(answer_support(text, [Citation.of(e)], question), e) for e in excerpts
               if _answers_the_question(e.text, text, question, threshold)]
     best_share, best = max(scored, key=lambda pair: pair[0], default=(0.0, None))

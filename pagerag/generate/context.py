@@ -20,15 +20,11 @@ Encode = Callable[[list[str]], np.ndarray]
 
 
 # --------------------------------------------------------------------------------------------
-# IDF over the repository's passages (cached per repository version)
-
-def idf_table(state) -> tuple[dict[str, int], int]:
-    """Document frequencies of stems over the repository's passages (in the state's snapshot)."""
-    return state.stem_frequencies()
-
+# IDF over the repository's passages
 
 def make_idf(state) -> Callable[[str], float]:
-    df, n = idf_table(state)
+    """IDF of a word stem over the repository's passages (counts from the state's snapshot)."""
+    df, n = state.stem_frequencies()
     return lambda stem: math.log((n + 1) / (df.get(stem, 0) + 0.5))
 
 

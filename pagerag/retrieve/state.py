@@ -104,12 +104,12 @@ class RepoState:
 
     def stem_frequencies(self) -> tuple[dict[str, int], int]:
         """How many passages hold each word stem, and the number of passages (for IDF)."""
-        if self._stem_df is None:
-            from ..text.words import document_frequencies
+        with self._lock:
+            if self._stem_df is None:
+                from ..text.words import document_frequencies
 
-            with self._lock:
                 self._stem_df = (document_frequencies(p.text for p in self.passages), len(self.passages))
-        return self._stem_df
+            return self._stem_df
 
     @functools.cached_property
     def repo(self):

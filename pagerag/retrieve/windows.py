@@ -5,9 +5,10 @@ windows sharing a sentence). The rerank operator scores a passage by its best wi
 cut keeps the best window of a passage that does not fit whole; the judge and the answerer read
 the windows of the evidence. All three use the same `Window` records from this index.
 
-Window vectors are the expensive part, so they are cached per repository, in memory and on disk.
-`build_window_index` embeds them all once (a whole book: about four windows per passage); until
-then a question embeds only the windows it needs and adds them to the disk cache.
+Window vectors are the expensive part. `pagerag build` embeds them all (about three windows per
+passage) into the repository's windows.npz (`embed.windows`); a repository without it (built
+with the setting off, or by an older version) has a question embed the windows it needs and add
+them to a disk cache under the cache dir (`build_window_index` fills that cache at once).
 """
 from __future__ import annotations
 
@@ -94,14 +95,14 @@ class WindowIndex:
             rows = sorted(r for r in self.vectors if r in self._windows or r in self._stored_spans)
             spans_of = {r: ([(w.start, w.end) for w in self._windows[r]] if r in self._windows
                             else self._stored_spans[r]) for r in rows}
-            counts = np.array([len(spans_of[r]) for r in rows], np.int64)
-            spans = np.array([s for r in rows for s in spans_of[r]], np.int64).reshape(-1, 2)
+            counts = [len(spans_of[r]) for r in rows]
+            spans = [s for r in rows for s in spans_of[r]]
             dim = next(iter(self.vectors.values())).shape[1] if self.vectors else 0
             vectors = np.concatenate([self.vectors[r] for r in rows]) if rows else np.zeros((0, dim), np.float32)
         path = self.path()
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.tmp{threading.get_ident()}.npz")
-        np.savez(tmp, rows=np.array(rows, np.int64), counts=counts, spans=spans, vectors=vectors)
+        save_windows(tmp, counts, spans, vectors, rows)
         tmp.replace(path)
 
     def reload(self) -> None:
@@ -137,9 +138,13 @@ def passage_windows(passage, source: str) -> list[Window]:
             for s, e, sentences in cut_windows(source, passage.start, passage.end, WINDOW_CHARS)]
 
 
-def save_windows(path, counts: list[int], spans: list[tuple[int, int]], vectors: np.ndarray) -> None:
-    """Window spans and vectors for rows 0..len(counts)-1, in the file format `_load` reads."""
-    np.savez(path, rows=np.arange(len(counts), dtype=np.int64), counts=np.asarray(counts, np.int64),
+def save_windows(path, counts: list[int], spans: list[tuple[int, int]], vectors: np.ndarray,
+                 rows: list[int] | None = None) -> None:
+    """The windows of passage `rows` (default: every passage, 0..len(counts)-1) -- how many each
+    has, their spans and vectors -- in the one file format `WindowIndex._load` reads (the
+    repository's windows.npz and the on-demand cache alike)."""
+    rows = list(range(len(counts))) if rows is None else rows
+    np.savez(path, rows=np.asarray(rows, np.int64), counts=np.asarray(counts, np.int64),
              spans=np.asarray(spans, np.int64).reshape(-1, 2), vectors=np.asarray(vectors, np.float32))
 
 
