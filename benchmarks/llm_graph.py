@@ -3,6 +3,7 @@
     # build the LLM graph first (slow with a local 1.5B: hours for an 18k-word book)
     PAGERAG_LLM__GGUF=$(../shared/tools/local-llm) pagerag build BOOK.txt --repo llm.rag --extractor llm
     python benchmarks/llm_graph.py --nlp nlp.rag --llm llm.rag --book Novel-25646 [--ranker R.json] [--json out.json]
+    python benchmarks/llm_graph.py --nlp nlp.rag --book Novel-25646 --prompts-only   # the prompt cost, no LLM
 
 Reports, per repository: build prompt tokens per book token (the model's own count, and the
 prompts re-counted with tiktoken cl100k so the ratio compares with GraphRAG's, LightRAG's and
@@ -83,7 +84,10 @@ def recall(repo: Path, book: str, data_dir: Path, ranker: str, pipelines: tuple[
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nlp", required=True, help="Repository built with --extractor nlp.")
-    ap.add_argument("--llm", required=True, help="The same book built with --extractor llm.")
+    ap.add_argument("--llm", default="", help="The same book built with --extractor llm.")
+    ap.add_argument("--prompts-only", action="store_true",
+                    help="No LLM run needed: the extraction prompts `--extractor llm` would send for the --nlp "
+                    "repository's passages, rendered and counted (cl100k), per book token.")
     ap.add_argument("--book", required=True, help="GraphRAG-Bench id of the book (for its questions).")
     ap.add_argument("--data", default=os.environ.get("PAGERAG_DATA_DIR", str(REPO_ROOT.parent / "shared" / "data")))
     ap.add_argument("--ranker", default="", help="Ranker JSON fitted without this book (default: the packaged one).")
@@ -91,6 +95,13 @@ def main() -> None:
     args = ap.parse_args()
     result = {}
     tokens = book_tokens(Path(args.nlp))
+    if args.prompts_only:
+        prompts = prompt_tokens_cl100k(Path(args.nlp))
+        print(json.dumps({"book_tokens_cl100k": tokens, "prompt_tokens_cl100k": prompts,
+                          "prompt_per_book_token_cl100k": round(prompts / tokens, 2)}, indent=1))
+        return
+    if not args.llm:
+        ap.error("--llm is required unless --prompts-only")
     for label, repo in (("nlp", Path(args.nlp)), ("llm", Path(args.llm))):
         stats = graph_stats(repo)
         if label == "llm":

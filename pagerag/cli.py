@@ -198,7 +198,7 @@ def main() -> None:
 
 
 # One-shot question commands: everything they write is written when they return, and tearing
-# down the loaded models and the ONNX/BLAS thread pools costs ~0.4 s of a ~2 s cold `ask`.
+# down the loaded models and the ONNX/BLAS thread pools is a noticeable part of a cold `ask`.
 QUICK_EXIT = ("ask", "retrieve")
 
 
