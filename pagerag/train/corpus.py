@@ -1,5 +1,5 @@
-"""The book training corpus: GraphRAG-Bench questions made into answerable, masked and swapped
-examples over each book's repository, with evidence passages and sentence labels.
+"""The book training corpus: GraphRAG-Bench questions made into answerable, masked, swapped and
+borrowed examples over each book's repository, with evidence passages and sentence labels.
 
     python -m pagerag.train.corpus --repos /work/repos --out corpus-out
     # reads $PAGERAG_DATA_DIR/graphrag-bench-novel/questions.json and <repos>/<Novel-id>.rag
@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..evaluate.scoring import EVIDENCE_LOCATED, content_words
-from . import locate, mask, swap
+from . import borrow, locate, mask, swap
 from .books import TEST_BOOKS, TRAIN_BOOKS, load_questions, split_of
 from .locate import BookIndex
 from .examples import CorpusExample
@@ -40,16 +40,43 @@ STATS_FILE = "stats.json"
 
 def build_book(book: str, repo_path: Path, questions: list[dict], seed: int = 0,
                split: str | None = None) -> tuple[list[CorpusExample], dict]:
-    """All examples of one book and its statistics (`split` defaults to the book's split)."""
-    split = split or split_of(book)
-    from ..repository import Repository
+    """The answerable, masked and swapped examples of one book and its statistics (`split`
+    defaults to the book's split); `BookBuild.borrowed` adds the borrowed ones."""
+    build = BookBuild(book, repo_path, seed, split)
+    return build.examples(questions), build.stats.to_dict()
 
-    index = BookIndex.open(repo_path)
-    names = mask.NameIndex(index)
-    repo = Repository.open(repo_path)
-    swapper = swap.Swapper(index, repo.graph("governed"), seed)
+
+class BookBuild:
+    """One book's repository opened for making examples."""
+
+    def __init__(self, book: str, repo_path: Path, seed: int = 0, split: str | None = None):
+        from ..repository import Repository
+
+        self.book, self.split, self.seed = book, split or split_of(book), seed
+        self.index = BookIndex.open(repo_path)
+        self.names = mask.NameIndex(self.index)
+        repo = Repository.open(repo_path)
+        self.swapper = swap.Swapper(self.index, repo.graph("governed"), seed)
+        self.stats = _BookStats(self.split, repo, self.index)
+
+    def examples(self, questions: list[dict]) -> list[CorpusExample]:
+        return _examples(self.book, self.split, questions, self.index, self.names, self.swapper, self.stats)
+
+    def portable(self, questions: list[dict]) -> list[borrow.Portable]:
+        return borrow.portable_questions(self.book, questions, self.swapper)
+
+    def borrowed(self, sources: list[borrow.Portable]) -> list[CorpusExample]:
+        made, rejected = borrow.borrowed_examples(self.book, self.split, self.swapper, sources, self.seed)
+        self.stats.counts["borrowed"] += len(made)
+        self.stats.rejected["borrowed"].update(rejected)
+        for ex in made:
+            self.stats.by_type[ex.question_type]["borrowed"] += 1
+        return made
+
+
+def _examples(book: str, split: str, questions: list[dict], index: BookIndex, names: mask.NameIndex,
+              swapper: swap.Swapper, book_stats: "_BookStats") -> list[CorpusExample]:
     examples: list[CorpusExample] = []
-    book_stats = _BookStats(split, repo, index)
     for q in questions:
         base, locations = answerable_example(book, split, q, index)
         examples.append(base)
@@ -66,7 +93,7 @@ def build_book(book: str, repo_path: Path, questions: list[dict], seed: int = 0,
         book_stats.add_negative("swapped", swapped, base.question_type)
         if isinstance(swapped, CorpusExample):
             examples.append(swapped)
-    return examples, book_stats.to_dict()
+    return examples
 
 
 def answerable_example(book: str, split: str, q: dict, index: BookIndex) -> tuple[CorpusExample, list[locate.Location]]:
@@ -128,7 +155,7 @@ class _BookStats:
             "chunk": settings.get("chunk", {}),
         }
         self.counts: Counter[str] = Counter()
-        self.rejected: dict[str, Counter[str]] = {"masked": Counter(), "swapped": Counter()}
+        self.rejected: dict[str, Counter[str]] = {"masked": Counter(), "swapped": Counter(), "borrowed": Counter()}
         self.mask_sizes: list[int] = []
         self.by_type: dict[str, Counter[str]] = defaultdict(Counter)
 
@@ -154,7 +181,7 @@ class _BookStats:
 
     def to_dict(self) -> dict:
         sizes = self.mask_sizes
-        return {**self.info, **{k: self.counts[k] for k in ("answerable", "masked", "swapped")},
+        return {**self.info, **{k: self.counts[k] for k in ("answerable", "masked", "swapped", "borrowed")},
                 "rejected": {k: dict(sorted(v.items())) for k, v in self.rejected.items()},
                 "mask_size": {"median": statistics.median(sizes) if sizes else 0, "max": max(sizes, default=0)},
                 "by_type": {t: dict(sorted(c.items())) for t, c in sorted(self.by_type.items())}}
@@ -165,7 +192,7 @@ def summarise(per_book: dict[str, dict]) -> dict:
     splits: dict[str, Counter[str]] = defaultdict(Counter)
     types: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     for b in per_book.values():
-        splits[b["split"]].update({k: b[k] for k in ("answerable", "masked", "swapped")} | {"books": 1})
+        splits[b["split"]].update({k: b.get(k, 0) for k in ("answerable", "masked", "swapped", "borrowed")} | {"books": 1})
         for t, c in b["by_type"].items():
             types[b["split"]][t].update(c)
     rejected: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
@@ -182,7 +209,8 @@ def rules() -> dict:
             "answer_recall": locate.ANSWER_RECALL, "max_mask": mask.MAX_MASK, "ubiquitous_name": mask.UBIQUITOUS_NAME,
             "near_coverage": mask.NEAR_COVERAGE, "near_min_words": mask.NEAR_MIN_WORDS,
             "swap_min_mentions": swap.MIN_MENTIONS, "swap_tries": swap.TRIES, "negative_types": list(NEGATIVE_TYPES),
-            "swap_types": list(SWAP_TYPES)}
+            "swap_types": list(SWAP_TYPES), "borrow_max_content_words": borrow.MAX_CONTENT_WORDS,
+            "borrow_max_cast": borrow.MAX_CAST, "borrow_per_book": borrow.PER_BOOK, "borrow_tries": borrow.TRIES}
 
 
 def build_corpus(repos: Path, data_dir: Path, out: Path, books: list[str] | None = None, seed: int = 0,
@@ -198,20 +226,32 @@ def build_corpus(repos: Path, data_dir: Path, out: Path, books: list[str] | None
                          f"(build it with `pagerag build <book>.txt --repo {repos}/<Novel-id>.rag`)")
     out.mkdir(parents=True, exist_ok=True)
     per_book: dict[str, dict] = {}
+    builds: dict[str, BookBuild] = {}
+    portable: list[borrow.Portable] = []
     tmp = out / (CORPUS_FILE + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         for book in books:
             t0 = time.perf_counter()
-            examples, per_book[book] = build_book(book, repos / f"{book}.rag", questions.get(book, []), seed)
-            for ex in examples:
-                fh.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n")
-            b = per_book[book]
-            log(f"{book} ({b['split']}): {b['answerable']} answerable, {b['masked']} masked, {b['swapped']} swapped "
-                f"[{time.perf_counter() - t0:.1f}s]")
+            builds[book] = build = BookBuild(book, repos / f"{book}.rag", seed)
+            _write(fh, build.examples(questions.get(book, [])))
+            if build.split == "train":  # borrowed questions come from training books only
+                portable += build.portable(questions.get(book, []))
+            log(f"{book} ({build.split}): {build.stats.counts['answerable']} answerable, {build.stats.counts['masked']} "
+                f"masked, {build.stats.counts['swapped']} swapped [{time.perf_counter() - t0:.1f}s]")
+        log(f"{len(portable)} portable training questions to borrow")
+        for book, build in builds.items():
+            _write(fh, build.borrowed(portable))
+            per_book[book] = build.stats.to_dict()
+            log(f"{book}: {per_book[book]['borrowed']} borrowed")
     tmp.replace(out / CORPUS_FILE)
     stats = {"seed": seed, "rules": rules(), "books": per_book, **summarise(per_book)}
     (out / STATS_FILE).write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return stats
+
+
+def _write(fh, examples: list[CorpusExample]) -> None:
+    for ex in examples:
+        fh.write(json.dumps(ex.to_dict(), ensure_ascii=False) + "\n")
 
 
 def read_corpus(path: Path) -> list[CorpusExample]:
@@ -245,13 +285,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_stats(stats: dict) -> None:
-    print("| book | split | passages | answerable | located (all statements) | masked | swapped |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| book | split | passages | answerable | located (all statements) | masked | swapped | borrowed |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for book, b in sorted(stats["books"].items(), key=lambda kv: (kv[1]["split"] != "train", kv[0])):
         located = sum(t["located_all"] for t in b["by_type"].values())
-        print(f"| {book} | {b['split']} | {b['passages']} | {b['answerable']} | {located} | {b['masked']} | {b['swapped']} |")
+        print(f"| {book} | {b['split']} | {b['passages']} | {b['answerable']} | {located} | {b['masked']} | {b['swapped']} | {b.get('borrowed', 0)} |")
     for split, c in stats["splits"].items():
-        print(f"| ALL {split} ({c['books']} books) | {split} | | {c['answerable']} | | {c['masked']} | {c['swapped']} |")
+        print(f"| ALL {split} ({c['books']} books) | {split} | | {c['answerable']} | | {c['masked']} | {c['swapped']} "
+              f"| {c.get('borrowed', 0)} |")
     print("\n| split | question type | questions | all evidence located | statements located | with answer sentence "
           "| masked | swapped |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-KINDS = ("answerable", "masked", "swapped")
+KINDS = ("answerable", "masked", "swapped", "borrowed")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,10 @@ class CorpusExample:
     kind: answerable (the GraphRAG-Bench question as is), masked (the same question, but the
     passages in `mask_passage_ids` are hidden at question time: the book no longer holds its
     evidence, so it must be refused), swapped (a character's name replaced by another one's; the
-    book never states the altered evidence, so it must be refused; nothing is masked).
+    book never states the altered evidence, so it must be refused; nothing is masked), borrowed
+    (another training book's question about one character, asked about a character of this book
+    that the book does not support: pagerag.train.borrow; no evidence; `swap.from_entity` is
+    "<source book>:<entity id>").
     `answer` is always the GraphRAG-Bench gold answer of the source question (for a negative it
     is what must NOT be answered). `evidence` holds the statements as asked (swapped: with the
     new name); `evidence_passage_ids[i]` the passages that locate statement i (>= 60% of its
@@ -56,7 +59,7 @@ class CorpusExample:
     id: str
     book: str
     split: str  # train | test (by book)
-    kind: str  # answerable | masked | swapped
+    kind: str  # answerable | masked | swapped | borrowed
     question: str
     answer: str
     question_type: str

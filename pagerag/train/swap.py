@@ -45,7 +45,7 @@ _FEMALE = frozenset("mrs miss ms lady madame mme mlle dame queen princess sister
 _MALE = frozenset("""mr master sir lord monsieur herr king prince brother father uncle capt captain gen general
 col colonel lt lieut lieutenant maj major sgt sergeant adm admiral""".split())
 # Capitalised words that start a question or a phrase without being part of a name.
-_LEADING = frozenset("""a an the in on at of to for from by with as and or but if is are was were be do does did
+LEADING_WORDS = frozenset("""a an the in on at of to for from by with as and or but if is are was were be do does did
 has have had how what which who whom whose why when where while within according after before during given
 considering based describe explain imagine write rewrite compose discuss summarize summarise identify
 list name tell compare throughout this that these those there it he she they we you i my our""".split())
@@ -78,7 +78,7 @@ class Character:
 
 def name_words(text: str) -> list[str]:
     words = [w.rstrip(".") for w in capitalised_words(text)]
-    return [w for w in words if len(w) > 2 and w.lower() not in TITLES and w.lower() not in _LEADING]
+    return [w for w in words if len(w) > 2 and w.lower() not in TITLES and w.lower() not in LEADING_WORDS]
 
 
 def characters(graph: Graph) -> list[Character]:
@@ -183,7 +183,7 @@ def replace_character(text: str, words: frozenset[str], new_name: str) -> str:
 def _split_run(run: str) -> tuple[list[str], list[str]]:
     tokens = run.split()
     lead = []
-    while tokens and tokens[0].rstrip(".").lower() in _LEADING:
+    while tokens and tokens[0].rstrip(".").lower() in LEADING_WORDS:
         lead.append(tokens.pop(0))
     return lead, tokens
 
@@ -216,9 +216,12 @@ class Swapper:
             self._person[c.entity_id] = is_person(c, self.sources)
         return self._person[c.entity_id]
 
+    def main_character_of(self, question: str, evidence: list[str]) -> tuple[Character, str] | None:
+        return main_character(question, evidence, self.all, self.is_person)
+
     def swap(self, qid: str, question: str, evidence: list[str], answer: str) -> tuple[Swap, str, list[str]] | str:
         """(swap, new question, new statements), or the reason there is none."""
-        found = main_character(question, evidence, self.all, self.is_person)
+        found = self.main_character_of(question, evidence)
         if found is None:
             return "no character"
         old, surface = found

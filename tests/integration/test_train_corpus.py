@@ -162,3 +162,70 @@ def test_builder_is_deterministic_and_reads_its_data_dir(carol_repo, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "pagerag.train.corpus", "--repos", str(tmp_path / "none"), "--out",
                           str(tmp_path / "c"), "--data", str(tmp_path / "data")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
+
+
+# Questions of another (imaginary) training book about one character, to borrow into this one.
+OTHER_BOOK = [
+    {"id": "other-penmanship", "source": "Novel-2544", "question_type": "Fact Retrieval",
+     "question": "Who taught Scrooge the art of penmanship during his youth?", "answer": "Old Ben Robertson",
+     "evidence": ["Old Ben Robertson taught Scrooge the art of penmanship."]},
+    {"id": "other-partner", "source": "Novel-2544", "question_type": "Fact Retrieval",
+     "question": "Who was the business partner of Scrooge?", "answer": "Marley",
+     "evidence": ["Marley was the business partner of Scrooge."]},
+    {"id": "other-place", "source": "Novel-2544", "question_type": "Fact Retrieval",
+     "question": "Where in London did Scrooge keep his dog?", "answer": "In a kennel",
+     "evidence": ["Scrooge kept his dog in a kennel in London."]},
+    {"id": "other-summary", "source": "Novel-2544", "question_type": "Contextual Summarize",
+     "question": "How does Scrooge change?", "answer": "He becomes generous",
+     "evidence": ["Scrooge becomes generous."]},
+]
+
+
+@pytest.fixture(scope="module")
+def borrowed(carol_repo):
+    from pagerag.train import borrow
+    from pagerag.train.corpus import BookBuild
+
+    source = BookBuild("Novel-2544", carol_repo, seed=0, split="train")
+    portable = source.portable(OTHER_BOOK)
+    target = BookBuild("carol", carol_repo, seed=0, split="train")
+    return portable, target.borrowed(portable), target, borrow
+
+
+def test_only_questions_about_one_character_and_nothing_else_of_their_book_are_portable(borrowed):
+    portable, *_ = borrowed
+    ids = {p.qid for p in portable}
+    assert "other-penmanship" in ids and "other-partner" in ids
+    assert "other-place" not in ids  # London belongs to its own book
+    assert "other-summary" not in ids  # not a question about a detail
+    assert all(p.character.name for p in portable)
+
+
+def test_borrowed_examples_ask_about_this_books_characters_what_the_book_never_says(borrowed):
+    _, made, target, borrow = borrowed
+    assert made, "the Carol's cast gives at least one borrowed negative"
+    index = target.swapper.index
+    for ex in made:
+        assert ex.kind == "borrowed" and not ex.answerable and ex.book == "carol"
+        assert ex.source_id.startswith("other-") and ex.swap and ex.swap.to_name in ex.question
+        assert not ex.evidence and not ex.mask_passage_ids
+        new = next(c for c in target.swapper.cast if c.entity_id == ex.swap.to_entity)
+        rows = target.swapper.rows_naming(new)
+        assert rows, "the new character is named in the book"
+        assert not any(located(content_words(ex.question), index.words[r]) for r in rows)
+    # The partner question asked about Scrooge himself is supported by the book ("Marley was
+    # Scrooge's partner"): the support check rejects it; asked about his penmanship, it does not.
+    scrooge = next(c for c in target.swapper.cast if c.name.endswith("Scrooge"))
+    assert borrow.unsupported_reason(scrooge, "Who was the business partner of Scrooge?", "Marley",
+                                     target.swapper) == "book supports it"
+    assert borrow.unsupported_reason(scrooge, "Who taught Scrooge the art of penmanship during his youth?",
+                                     "Old Ben Robertson", target.swapper) is None
+    assert not any(ex.source_id == "other-partner" and "Scrooge" in ex.question for ex in made)
+    assert target.stats.to_dict()["borrowed"] == len(made)
+
+
+def test_a_question_about_his_youth_is_not_asked_about_a_mrs(borrowed):
+    *_, borrow = borrowed
+    assert borrow.pronoun_gender("What did he give her?") == ""
+    assert borrow.pronoun_gender("Who taught X penmanship during his youth?") == "m"
+    assert borrow.pronoun_gender("Where did X leave her umbrella?") == "f"
