@@ -6,7 +6,7 @@ answer, on a balanced sample of training examples.
         [--per-book 20] [--answers]
 
 A local model is slow (~60 prompt tokens/s on two cores), so the sample is small: per training
-book up to `--per-book` examples, half answerable and half negative (masked and swapped in turn),
+book up to `--per-book` examples, half answerable and half negative (masked, swapped, borrowed in turn),
 drawn with a fixed seed. Each line is written as soon as it is measured and a re-run skips ids
 already in the file; every LLM reply is also in the response cache. The excerpts are the ones
 `ask` shows (the packaged sentence ranker's order, generate.decide.llm_excerpts), so fit the
@@ -24,12 +24,14 @@ from pathlib import Path
 
 from .books import TRAIN_BOOKS
 from .corpus import read_corpus
-from .examples import CorpusExample
+from .examples import KINDS, CorpusExample
+
+NEGATIVE_KINDS = tuple(k for k in KINDS if k != "answerable")
 
 
 def sample(examples: list[CorpusExample], per_book: int, seed: int = 0) -> list[CorpusExample]:
     """Per training book: per_book // 2 answerable examples whose evidence the corpus located, and
-    as many negatives alternating masked / swapped (whichever is left)."""
+    as many negatives taking masked / swapped / borrowed in turn (whichever is left)."""
     rng = random.Random(seed)
     by_book: dict[str, dict[str, list[CorpusExample]]] = defaultdict(lambda: defaultdict(list))
     for e in sorted(examples, key=lambda e: e.id):
@@ -43,9 +45,9 @@ def sample(examples: list[CorpusExample], per_book: int, seed: int = 0) -> list[
         half = per_book // 2
         out += kinds["answerable"][:half]
         negatives: list[CorpusExample] = []
-        masked, swapped = list(kinds["masked"]), list(kinds["swapped"])
-        while len(negatives) < per_book - half and (masked or swapped):
-            for pool in (masked, swapped):
+        pools = [list(kinds[k]) for k in NEGATIVE_KINDS]
+        while len(negatives) < per_book - half and any(pools):
+            for pool in pools:
                 if pool and len(negatives) < per_book - half:
                     negatives.append(pool.pop(0))
         out += negatives

@@ -122,3 +122,26 @@ def test_swapper_keeps_only_swaps_the_book_does_not_support():
     # A name of the old character left inside a longer run: not swapped at all.
     half = swapper.swap("q2", "Why did Capt. Acker Smith's company drill?", ["Capt. Acker drilled the company."], "x")
     assert half == "incomplete swap"
+
+
+def test_the_llm_sample_takes_half_answerable_and_every_kind_of_negative_in_turn():
+    from dataclasses import replace
+
+    from pagerag.train.examples import CorpusExample
+    from pagerag.train.llm_features import NEGATIVE_KINDS, sample
+
+    def ex(i, kind, located=True):
+        return CorpusExample(id=f"{kind}-{i}", book="Novel-2544", split="train", kind=kind, question="q?", answer="a",
+                             question_type="Fact Retrieval", source_id=str(i), evidence=["e"],
+                             evidence_passage_ids=[["p"]] if located else [[]], evidence_coverage=[1.0])
+
+    pool = ([ex(i, "answerable") for i in range(6)] + [ex(9, "answerable", located=False)]
+            + [ex(i, k) for k in NEGATIVE_KINDS for i in range(5)])
+    test_book = replace(ex(50, "masked"), book="Novel-10762", split="test")
+    chosen = sample(pool + [test_book], per_book=8)
+    kinds = [e.kind for e in chosen]
+    assert kinds.count("answerable") == 4 and all(e.located for e in chosen if e.kind == "answerable")
+    assert set(NEGATIVE_KINDS) == {"masked", "swapped", "borrowed"}
+    assert {k: kinds.count(k) for k in NEGATIVE_KINDS} == {"masked": 2, "swapped": 1, "borrowed": 1}
+    assert test_book not in chosen  # a test book is never sampled
+    assert [e.id for e in sample(list(reversed(pool)), per_book=8)] == [e.id for e in chosen]  # input order is irrelevant
