@@ -27,9 +27,8 @@ from dataclasses import dataclass
 
 from ..evaluate.scoring import content_words, located
 from .examples import CorpusExample, Swap
-from .locate import answer_is_stated, answer_score
 from .mask import capitalised_words
-from .swap import Character, Swapper, gender, names_character, occurrences, replace_character, LEADING_WORDS
+from .swap import LEADING_WORDS, Character, Swapper, gender, occurrences, replace_character
 
 MAX_CONTENT_WORDS = 12
 SOURCE_TYPES = ("Fact Retrieval", "Complex Reasoning")
@@ -125,12 +124,4 @@ def unsupported_reason(new: Character, question: str, answer: str, swapper: Swap
     words = content_words(question)
     if any(located(words, swapper.index.words[r]) for r in rows):
         return "book supports it"
-    if answer_is_stated(answer):
-        answer_words = content_words(answer)
-        for r in rows:
-            p = swapper.index.passages[r]
-            for s, e in swapper.index.sentences(r):
-                sentence = swapper.index.sources[p.doc_id][s:e]
-                if names_character(new, sentence) and answer_score(answer, answer_words, sentence) is not None:
-                    return "answer beside new name"
-    return None
+    return "answer beside new name" if swapper.answer_beside(new, answer) else None

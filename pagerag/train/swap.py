@@ -249,15 +249,20 @@ class Swapper:
         for words in [content_words(s) for s in evidence] + [content_words(question)]:
             if any(located(words, self.index.words[r]) for r in rows):
                 return "book supports it"
-        if answer_is_stated(answer):
-            words = content_words(answer)
-            for r in rows:
-                p = self.index.passages[r]
-                for s, e in self.index.sentences(r):
-                    sentence = self.index.sources[p.doc_id][s:e]
-                    if names_character(new, sentence) and answer_score(answer, words, sentence) is not None:
-                        return "answer beside new name"
-        return None
+        return "answer beside new name" if self.answer_beside(new, answer) else None
+
+    def answer_beside(self, c: Character, answer: str) -> bool:
+        """A sentence naming `c` holds the (stated) answer: string or >= 60% of its content words."""
+        if not answer_is_stated(answer):
+            return False
+        words = content_words(answer)
+        for r in self.rows_naming(c):
+            p = self.index.passages[r]
+            for s, e in self.index.sentences(r):
+                sentence = self.index.sources[p.doc_id][s:e]
+                if names_character(c, sentence) and answer_score(answer, words, sentence) is not None:
+                    return True
+        return False
 
     def rows_naming(self, c: Character) -> list[int]:
         if c.entity_id not in self._rows_naming:
