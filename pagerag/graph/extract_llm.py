@@ -12,6 +12,10 @@ from ..errors import BackendError
 from ..records import Entity, Graph, Passage, Relation
 from .ids import assign_entity_ids, relation_id
 
+# The types prompts/extract_graph.txt offers. A small model often copies the whole list
+# ("ORG|GPE|LOC|EVENT|OB", seen with the local 1.5B) or invents one: that is no choice, so CONCEPT.
+ENTITY_TYPES = ("PERSON", "ORG", "GPE", "LOC", "EVENT", "OBJECT", "CONCEPT")
+
 
 @dataclass
 class ExtractionCost:
@@ -62,7 +66,7 @@ def _collect(reply: dict, passage: Passage, entities, counts, descriptions, edge
         name = _clean(item.get("name"))
         if not name or len(name) > 80:
             continue
-        key = (name, str(item.get("type") or "CONCEPT").upper()[:20])
+        key = (name, entity_type(item.get("type")))
         entities.setdefault(key, set()).add(passage.passage_id)
         counts[key] = counts.get(key, 0) + 1
         descriptions.setdefault(key, _clean(item.get("description"))[:200])
@@ -77,7 +81,42 @@ def _collect(reply: dict, passage: Passage, entities, counts, descriptions, edge
             edges.setdefault((source, target, label.lower()), set()).add(passage.passage_id)
 
 
+def entity_type(raw: object) -> str:
+    """One of ENTITY_TYPES: the model's type when it chose one of them, else CONCEPT."""
+    t = str(raw or "").strip().upper()
+    return t if t in ENTITY_TYPES else "CONCEPT"
+
+
+def merge_types(entities, counts, descriptions, edges):
+    """One entity per name (case-insensitive): passages type "bones" OBJECT in one reply and
+    CONCEPT in the next; the name keeps the type it was given most often (then the first in
+    ENTITY_TYPES) and gathers the others' passages, mentions and edges."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for key in entities:
+        groups.setdefault(key[0].lower(), []).append(key)
+    canon = {}
+    for keys in groups.values():
+        best = min(keys, key=lambda k: (-counts[k], ENTITY_TYPES.index(k[1]), k[0]))
+        canon.update({k: best for k in keys})
+    merged: dict[tuple[str, str], set[str]] = {}
+    merged_counts: dict[tuple[str, str], int] = {}
+    merged_desc: dict[tuple[str, str], str] = {}
+    for key in sorted(entities, key=lambda k: (-counts[k], k)):
+        target = canon[key]
+        merged.setdefault(target, set()).update(entities[key])
+        merged_counts[target] = merged_counts.get(target, 0) + counts[key]
+        if descriptions.get(key) and not merged_desc.get(target):
+            merged_desc[target] = descriptions[key]
+    merged_edges: dict = {}
+    for (source, target, label), pids in edges.items():
+        a, b = canon[source], canon[target]
+        if a != b:
+            merged_edges.setdefault((a, b, label), set()).update(pids)
+    return merged, merged_counts, merged_desc, merged_edges
+
+
 def _to_graph(entities, counts, descriptions, edges) -> Graph:
+    entities, counts, descriptions, edges = merge_types(entities, counts, descriptions, edges)
     ids = assign_entity_ids(sorted(entities), counts)
     graph = Graph()
     for key in sorted(entities, key=lambda k: ids[k]):

@@ -133,3 +133,30 @@ def test_verbs_and_possessives_are_trimmed_from_the_end_of_names(nlp):
     bob = [t.i for t in doc if t.text == "Bob"][0]
     assert doc[bob:_trimmed_end(doc, bob, bob + 3)].text == "Bob Cratchit"
     assert doc[bob:_trimmed_end(doc, bob, bob + 2)].text == "Bob Cratchit"  # names are kept whole
+
+
+def test_llm_replies_keep_only_offered_types_and_one_entity_per_name():
+    # What the local 1.5B returned on a health primer: the whole type list copied, and the same
+    # thing typed differently in two passages.
+    from pagerag.graph.extract_llm import _collect, _to_graph, entity_type
+
+    assert entity_type("ORG|GPE|LOC|EVENT|OB") == "CONCEPT" and entity_type("person") == "PERSON"
+    assert entity_type(None) == "CONCEPT" and entity_type("ANIMAL") == "CONCEPT"
+    p1 = Passage("d-0", "d", "mem", 0, 30, "The bones and muscles move.", 0, 0)
+    p2 = Passage("d-1", "d", "mem", 30, 60, "Bones hold the body up.", 0, 1)
+    state = ({}, {}, {}, {})
+    _collect({"entities": [{"name": "bones", "type": "OBJECT", "description": "hard parts"},
+                           {"name": "muscles", "type": "ORG|GPE|LOC|EVENT|OB"}],
+              "relations": [{"source": "muscles", "target": "bones", "label": "move"}]}, p1, *state)
+    _collect({"entities": [{"name": "Bones", "type": "CONCEPT"}, {"name": "body", "type": "OBJECT"},
+                           {"name": "bones", "type": "OBJECT"}],
+              "relations": [{"source": "bones", "target": "body", "label": "hold up"}]}, p2, *state)
+    graph = _to_graph(*state)
+    by_name = {e.name.lower(): e for e in graph.entities}
+    assert sorted(by_name) == ["body", "bones", "muscles"]  # "Bones" CONCEPT merged into bones OBJECT
+    assert by_name["bones"].type == "OBJECT" and by_name["bones"].mentions == 3
+    assert by_name["bones"].passage_ids == ["d-0", "d-1"] and by_name["bones"].description == "hard parts"
+    assert by_name["muscles"].type == "CONCEPT"
+    ends = {(r.source, r.target) for r in graph.relations}
+    assert ends == {(by_name["muscles"].entity_id, by_name["bones"].entity_id),
+                    (by_name["bones"].entity_id, by_name["body"].entity_id)}
