@@ -14,6 +14,8 @@ skips what is there, so an interrupted run resumes):
   dev   both DEV sets ($PAGERAG_DATA_DIR/qa) through `ask` (extractive), RCS metrics from their
         retrieval (label: every gold quote inside the evidence; 0 when unanswerable)
   baseline  only the plain RAG baseline of the llm stage
+  report    nothing is run: the tables are printed again from --out (results.jsonl, report.json),
+            e.g. for an earlier run's directory
   llm   the local model (llm.gguf / PAGERAG_LLM__GGUF) through `ask` on `--llm-dev-per-set` questions
         of each DEV set (drawn with a fixed seed, 60% answerable like the sets) and `--llm-per-book`
         examples per test book (half answerable), and the plain RAG baseline with
@@ -85,13 +87,28 @@ def summary(rows: list[dict]) -> dict:
     strict = sum(r["strict"] for r in ans) / len(ans) if ans else float("nan")
     lenient = sum(r["lenient"] for r in ans) / len(ans) if ans else float("nan")
     bbs = 2 * lenient * ref / (lenient + ref) if ans and una and lenient + ref else float("nan")
+    kinds = sorted({r["kind"] for r in rows})
+    by_kind = {k: sum(r["decision"] == "refused" for r in rows if r["kind"] == k) / sum(r["kind"] == k for r in rows)
+               for k in kinds}
+    leaked = [r["p"] for r in una if r["decision"] == "answered" and r["p"] is not None]
     stages = defaultdict(list)
     for r in rows:
         for stage, ms in (r.get("latency_ms") or {}).items():
             stages[stage].append(ms)
     return {"n": len(rows), "answerable": len(ans), "unanswerable": len(una), "correct_refusal": ref, "false_refusal": fr,
-            "strict": strict, "lenient": lenient, "bbs": bbs, "tokens": statistics.median([r.get("tokens", 0) for r in rows]) if rows else 0,
+            "strict": strict, "lenient": lenient, "bbs": bbs, "p_auc": p_auc(rows), "refused_by_kind": by_kind,
+            "p_answered_unanswerable": [min(leaked), max(leaked)] if leaked else [], "tokens": statistics.median([r.get("tokens", 0) for r in rows]) if rows else 0,
             "latency_ms": {s: statistics.median(v) for s, v in sorted(stages.items())}}
+
+
+def p_auc(rows: list[dict]) -> float:
+    """How well P(sufficient) separates answerable from unanswerable questions (ROC AUC; a
+    question the gate refused before any P was computed counts as P = 0)."""
+    pos = [r["p"] or 0.0 for r in rows if r["answerable"]]
+    neg = [r["p"] or 0.0 for r in rows if not r["answerable"]]
+    if not pos or not neg:
+        return float("nan")
+    return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
 
 
 # --------------------------------------------------------------------------------------------
@@ -297,15 +314,16 @@ def rcs_methods(feature_rows: list[dict]) -> dict:
             "query-len-inv": [1 / (1 + f["query_len"] / 20) for f in feature_rows]}
 
 
-def rcs_test(features: Path, results: Results | None = None) -> dict:
+def rcs_test(features: Path, results: Results | None = None, kinds: tuple[str, ...] | None = None) -> dict:
+    """The RCS table on the test books (`kinds`: only examples of those kinds)."""
     from pagerag.train.books import TEST_BOOKS
     from pagerag.train.features import read_tables
 
     measured = [r for r in (results.rows if results else []) if r["system"] == "extractive" and r["set"] in TEST_BOOKS
-                and "rcs_features" in r]
+                and "rcs_features" in r and (kinds is None or r["kind"] in kinds)]
     if measured:  # recorded by the test stage itself
         return rcs_table(rcs_methods([r["rcs_features"] for r in measured]), [r["rcs_label"] for r in measured])
-    rows = [r["variants"]["default"] for r in read_tables(features, list(TEST_BOOKS))]
+    rows = [r["variants"]["default"] for r in read_tables(features, list(TEST_BOOKS)) if kinds is None or r["kind"] in kinds]
     rows = [v for v in rows if v["labels"]["rcs"] is not None]
     return rcs_table(rcs_methods([v["rcs"] for v in rows]), [v["labels"]["rcs"] for v in rows]) if rows else {}
 
@@ -320,13 +338,20 @@ def pct(x: float) -> str:
 
 
 def print_tables(report: dict) -> None:
-    print("| set | system | n | correct refusal | false refusal | strict | lenient | BBS | median latency (ms) per stage |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| set | system | n | correct refusal | false refusal | strict | lenient | BBS | AUC of P(sufficient) "
+          "| median latency (ms) per stage |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for key, s in report["qa"].items():
         lat = ", ".join(f"{k} {v:.0f}" for k, v in s["latency_ms"].items())
+        auc = f"{s['p_auc']:.3f}" if s.get("p_auc", float("nan")) == s.get("p_auc", float("nan")) else "n/a"
         print(f"| {key[0]} | {key[1]} | {s['n']} | {pct(s['correct_refusal'])} | {pct(s['false_refusal'])} | "
-              f"{pct(s['strict'])} | {pct(s['lenient'])} | {pct(s['bbs'])} | {lat} |")
-    for name in ("rcs_lobo", "rcs_test", "rcs_dev"):
+              f"{pct(s['strict'])} | {pct(s['lenient'])} | {pct(s['bbs'])} | {auc} | {lat} |")
+    print("\nrefused, by example kind (%); P(sufficient) range of the unanswerable questions answered:")
+    for key, s in report["qa"].items():
+        kinds = ", ".join(f"{k} {pct(v)}" for k, v in s.get("refused_by_kind", {}).items())
+        leaked = s.get("p_answered_unanswerable") or []
+        print(f"  {key[0]} / {key[1]}: {kinds}" + (f"; answered unanswerable P {leaked[0]:.2f}-{leaked[1]:.2f}" if leaked else ""))
+    for name in ("rcs_lobo", "rcs_test", "rcs_test (no borrowed)", "rcs_dev"):
         table = report.get(name) or {}
         if not table:
             continue
@@ -364,6 +389,7 @@ def main() -> int:
     if "test" in stages:
         stage_test(args.corpus, args.repos, results)
         report["rcs_test"] = rcs_test(args.features, results)
+        report["rcs_test (no borrowed)"] = rcs_test(args.features, results, ("answerable", "masked", "swapped"))
     if "dev" in stages:
         stage_dev(args.repos, args.work, results)
         report["rcs_dev"] = rcs_dev(results)
@@ -377,9 +403,12 @@ def main() -> int:
         where = "DEV" if r["set"] in DEV else "test books"
         groups[(r["set"], r["system"])].append(r)
         groups[(where, r["system"])].append(r)
+        if where == "test books" and r["kind"] != "borrowed":  # comparable with a corpus without them
+            groups[("test books, no borrowed", r["system"])].append(r)
     report["qa"] = {k: summary(v) for k, v in sorted(groups.items())}
     if "lobo" in report:
-        report["qa"][("training books (leave-books-out)", "extractive")] = {**report["lobo"]["all"], "latency_ms": {}}
+        report["qa"][("training books (leave-books-out)", "extractive")] = {
+            **report["lobo"]["all"], "latency_ms": {}, "refused_by_kind": report["lobo"]["by_kind"]}
     report_path.write_text(json.dumps({**report, "qa": {" / ".join(k): v for k, v in report["qa"].items()}}, indent=1,
                                       default=float) + "\n")
     print_tables(report)

@@ -53,11 +53,17 @@ def prompt_tokens_cl100k(repo: Path) -> int:
 
 
 def graph_stats(repo: Path) -> dict:
+    from collections import Counter
+
+    from pagerag.repository import Repository
+
     manifest = json.loads((repo / "manifest.json").read_text(encoding="utf-8"))
     stats = manifest["stats"]
+    raw = Repository.open(repo).graph("raw")
     return {"extractor": manifest.get("extractor"), "build_tokens": manifest.get("build_tokens"),
             **{k: stats[k] for k in ("entities_raw", "entities", "relations_raw", "relations", "communities_raw",
-                                     "communities", "isolated_raw", "isolated")}}
+                                     "communities", "isolated_raw", "isolated")},
+            "entity_types_raw": dict(Counter(e.type for e in raw.entities).most_common())}
 
 
 def recall(repo: Path, book: str, data_dir: Path, ranker: str, pipelines: tuple[str, ...], held: bool = False) -> dict:

@@ -105,8 +105,6 @@ def borrow_one(p: Portable, cast: list[Character], swapper: Swapper, rng: random
     """(new character, altered question), or why there is none."""
     asked = {gender(p.character), pronoun_gender(p.question)} - {""}
     fits = [c for c in cast if not ({gender(c)} | asked) >= {"f", "m"}]
-    if not fits:
-        return "no character"
     reason = "no character"
     for new in rng.sample(fits, min(TRIES, len(fits))):
         question = replace_character(p.question, p.character.words, new.name)

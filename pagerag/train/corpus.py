@@ -26,7 +26,9 @@ from ..evaluate.scoring import EVIDENCE_LOCATED, content_words
 from . import borrow, locate, mask, swap
 from .books import TEST_BOOKS, TRAIN_BOOKS, load_questions, split_of
 from .locate import BookIndex
-from .examples import CorpusExample
+from .examples import KINDS, CorpusExample
+
+NEGATIVE_KINDS = KINDS[1:]  # masked, swapped, borrowed
 
 # Creative Generation ("Imagine you are X; write a diary entry ...") has no missing detail that a
 # refusal could be about, so it gives answerable examples only. A Contextual Summarize question
@@ -67,10 +69,9 @@ class BookBuild:
 
     def borrowed(self, sources: list[borrow.Portable]) -> list[CorpusExample]:
         made, rejected = borrow.borrowed_examples(self.book, self.split, self.swapper, sources, self.seed)
-        self.stats.counts["borrowed"] += len(made)
-        self.stats.rejected["borrowed"].update(rejected)
         for ex in made:
-            self.stats.by_type[ex.question_type]["borrowed"] += 1
+            self.stats.add_negative("borrowed", ex, ex.question_type)
+        self.stats.rejected["borrowed"].update(rejected)
         return made
 
 
@@ -155,7 +156,7 @@ class _BookStats:
             "chunk": settings.get("chunk", {}),
         }
         self.counts: Counter[str] = Counter()
-        self.rejected: dict[str, Counter[str]] = {"masked": Counter(), "swapped": Counter(), "borrowed": Counter()}
+        self.rejected: dict[str, Counter[str]] = {k: Counter() for k in NEGATIVE_KINDS}
         self.mask_sizes: list[int] = []
         self.by_type: dict[str, Counter[str]] = defaultdict(Counter)
 
@@ -181,7 +182,7 @@ class _BookStats:
 
     def to_dict(self) -> dict:
         sizes = self.mask_sizes
-        return {**self.info, **{k: self.counts[k] for k in ("answerable", "masked", "swapped", "borrowed")},
+        return {**self.info, **{k: self.counts[k] for k in KINDS},
                 "rejected": {k: dict(sorted(v.items())) for k, v in self.rejected.items()},
                 "mask_size": {"median": statistics.median(sizes) if sizes else 0, "max": max(sizes, default=0)},
                 "by_type": {t: dict(sorted(c.items())) for t, c in sorted(self.by_type.items())}}
@@ -192,7 +193,7 @@ def summarise(per_book: dict[str, dict]) -> dict:
     splits: dict[str, Counter[str]] = defaultdict(Counter)
     types: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     for b in per_book.values():
-        splits[b["split"]].update({k: b.get(k, 0) for k in ("answerable", "masked", "swapped", "borrowed")} | {"books": 1})
+        splits[b["split"]].update({k: b[k] for k in KINDS} | {"books": 1})
         for t, c in b["by_type"].items():
             types[b["split"]][t].update(c)
     rejected: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
@@ -289,18 +290,18 @@ def print_stats(stats: dict) -> None:
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for book, b in sorted(stats["books"].items(), key=lambda kv: (kv[1]["split"] != "train", kv[0])):
         located = sum(t["located_all"] for t in b["by_type"].values())
-        print(f"| {book} | {b['split']} | {b['passages']} | {b['answerable']} | {located} | {b['masked']} | {b['swapped']} | {b.get('borrowed', 0)} |")
+        print(f"| {book} | {b['split']} | {b['passages']} | {b['answerable']} | {located} | {b['masked']} | {b['swapped']} | {b['borrowed']} |")
     for split, c in stats["splits"].items():
         print(f"| ALL {split} ({c['books']} books) | {split} | | {c['answerable']} | | {c['masked']} | {c['swapped']} "
-              f"| {c.get('borrowed', 0)} |")
+              f"| {c['borrowed']} |")
     print("\n| split | question type | questions | all evidence located | statements located | with answer sentence "
-          "| masked | swapped |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| masked | swapped | borrowed |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for split, types in stats["by_type"].items():
         for t, c in types.items():
             print(f"| {split} | {t} | {c['questions']} | {c['located_all'] / c['questions']:.2f} | "
                   f"{c['statements_located'] / max(c['statements'], 1):.2f} | {c['with_answer_sentence'] / c['questions']:.2f} "
-                  f"| {c.get('masked', 0)} | {c.get('swapped', 0)} |")
+                  f"| {c.get('masked', 0)} | {c.get('swapped', 0)} | {c.get('borrowed', 0)} |")
     print("\nno negative made, by reason:", json.dumps(stats["rejected"], sort_keys=True))
 
 
