@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..evaluate.scoring import EVIDENCE_LOCATED, content_words
-from . import borrow, locate, mask, swap
+from . import borrow, locate, mask, qa_sets, swap
 from .books import TEST_BOOKS, TRAIN_BOOKS, load_questions, split_of
 from .locate import BookIndex
 from .examples import KINDS, CorpusExample
@@ -63,6 +63,19 @@ class BookBuild:
 
     def examples(self, questions: list[dict]) -> list[CorpusExample]:
         return _examples(self.book, self.split, questions, self.index, self.names, self.swapper, self.stats)
+
+    def written(self, data_dir: Path) -> list[CorpusExample]:
+        """The book's written question set (qa/train), when it has one: answerable and written."""
+        path = qa_sets.qa_file(data_dir, self.book)
+        if not path.is_file():
+            return []
+        made = qa_sets.qa_examples(self.book, self.split, qa_sets.read_qa(path), self.index)
+        for ex in made:
+            if ex.kind == "written":
+                self.stats.add_negative("written", ex, None)
+            else:
+                self.stats.add_written_answerable(ex)
+        return made
 
     def portable(self, questions: list[dict]) -> list[borrow.Portable]:
         return borrow.portable_questions(self.book, questions, self.swapper)
@@ -171,18 +184,27 @@ class _BookStats:
         t["evidence_spans"] += len(ex.evidence_spans)
         t["evidence_spans_located"] += sum(s.score >= EVIDENCE_LOCATED for s in ex.evidence_spans)
 
-    def add_negative(self, kind: str, made: CorpusExample | str, question_type: str) -> None:
+    def add_written_answerable(self, ex: CorpusExample) -> None:
+        """An answerable question of the written set (counted apart from GraphRAG-Bench's)."""
+        self.counts["qa_answerable"] += 1
+        self.counts["qa_located"] += ex.located and all(c == 1.0 for c in ex.evidence_coverage)
+        self.counts["qa_with_answer_sentence"] += bool(ex.answer_spans)
+
+    def add_negative(self, kind: str, made: CorpusExample | str, question_type: str | None) -> None:
+        """`question_type` None: a negative of no GraphRAG-Bench type (a written one)."""
         if isinstance(made, str):
             self.rejected[kind][made] += 1
             return
         self.counts[kind] += 1
-        self.by_type[question_type][kind] += 1
+        if question_type is not None:
+            self.by_type[question_type][kind] += 1
         if kind == "masked":
             self.mask_sizes.append(len(made.mask_passage_ids))
 
     def to_dict(self) -> dict:
         sizes = self.mask_sizes
         return {**self.info, **{k: self.counts[k] for k in KINDS},
+                **{k: self.counts[k] for k in ("qa_answerable", "qa_located", "qa_with_answer_sentence")},
                 "rejected": {k: dict(sorted(v.items())) for k, v in self.rejected.items()},
                 "mask_size": {"median": statistics.median(sizes) if sizes else 0, "max": max(sizes, default=0)},
                 "by_type": {t: dict(sorted(c.items())) for t, c in sorted(self.by_type.items())}}
@@ -193,7 +215,7 @@ def summarise(per_book: dict[str, dict]) -> dict:
     splits: dict[str, Counter[str]] = defaultdict(Counter)
     types: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     for b in per_book.values():
-        splits[b["split"]].update({k: b[k] for k in KINDS} | {"books": 1})
+        splits[b["split"]].update({k: b.get(k, 0) for k in (*KINDS, "qa_answerable")} | {"books": 1})
         for t, c in b["by_type"].items():
             types[b["split"]][t].update(c)
     rejected: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
@@ -235,6 +257,8 @@ def build_corpus(repos: Path, data_dir: Path, out: Path, books: list[str] | None
             t0 = time.perf_counter()
             builds[book] = build = BookBuild(book, repos / f"{book}.rag", seed)
             _write(fh, build.examples(questions.get(book, [])))
+            if build.split == "train":  # written sets exist for training books only
+                _write(fh, build.written(data_dir))
             if build.split == "train":  # borrowed questions come from training books only
                 portable += build.portable(questions.get(book, []))
             log(f"{book} ({build.split}): {build.stats.counts['answerable']} answerable, {build.stats.counts['masked']} "
@@ -286,14 +310,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_stats(stats: dict) -> None:
-    print("| book | split | passages | answerable | located (all statements) | masked | swapped | borrowed |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| book | split | passages | answerable | located (all statements) | masked | swapped | borrowed "
+          "| written answerable (quotes found verbatim, with answer sentence) | written unanswerable |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for book, b in sorted(stats["books"].items(), key=lambda kv: (kv[1]["split"] != "train", kv[0])):
         located = sum(t["located_all"] for t in b["by_type"].values())
-        print(f"| {book} | {b['split']} | {b['passages']} | {b['answerable']} | {located} | {b['masked']} | {b['swapped']} | {b['borrowed']} |")
+        print(f"| {book} | {b['split']} | {b['passages']} | {b['answerable']} | {located} | {b['masked']} | {b['swapped']} "
+              f"| {b['borrowed']} | {b.get('qa_answerable', 0)} ({b.get('qa_located', 0)}, "
+              f"{b.get('qa_with_answer_sentence', 0)}) | {b.get('written', 0)} |")
     for split, c in stats["splits"].items():
         print(f"| ALL {split} ({c['books']} books) | {split} | | {c['answerable']} | | {c['masked']} | {c['swapped']} "
-              f"| {c['borrowed']} |")
+              f"| {c['borrowed']} | {c.get('qa_answerable', 0)} | {c.get('written', 0)} |")
     print("\n| split | question type | questions | all evidence located | statements located | with answer sentence "
           "| masked | swapped | borrowed |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-KINDS = ("answerable", "masked", "swapped", "borrowed")
+KINDS = ("answerable", "masked", "swapped", "borrowed", "written")
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,10 @@ class CorpusExample:
     book never states the altered evidence, so it must be refused; nothing is masked), borrowed
     (another training book's question about one character, asked about a character of this book
     that the book does not support: pagerag.train.borrow; no evidence; `swap.from_entity` is
-    "<source book>:<entity id>").
-    `answer` is always the GraphRAG-Bench gold answer of the source question (for a negative it
-    is what must NOT be answered). `evidence` holds the statements as asked (swapped: with the
+    "<source book>:<entity id>"), written (an unanswerable question of the book's written set,
+    qa/train: pagerag.train.qa_sets; no evidence).
+    `answer` is the gold answer of the source question (for a negative it is what must NOT be
+    answered; "" for a written one), `aliases` the other accepted answers (written sets only). `evidence` holds the statements as asked (swapped: with the
     new name); `evidence_passage_ids[i]` the passages that locate statement i (>= 60% of its
     content words, best idf-weighted coverage, ties kept), `evidence_coverage[i]` that coverage.
     """
@@ -71,6 +72,12 @@ class CorpusExample:
     evidence_spans: list[SentenceSpan] = field(default_factory=list)
     answer_spans: list[SentenceSpan] = field(default_factory=list)
     swap: Swap | None = None
+    aliases: list[str] = field(default_factory=list)
+
+    @property
+    def golds(self) -> list[str]:
+        """The gold answer and its aliases (what strict and lenient scoring accept)."""
+        return [a for a in [self.answer, *self.aliases] if a]
 
     @property
     def answerable(self) -> bool:
