@@ -3,9 +3,8 @@ same class holds the other fitted decisions of the question path (the sufficienc
 sentence ranker of pagerag.generate): one logistic model, one file format.
 
 Fitting minimises the mean binary cross-entropy plus a small L2 penalty on the weights (not on
-the bias) with Newton's method, which for a dozen features converges in a few steps to the
-exact optimum (stopping when the loss changes by less than 1e-7, the paper's tolerance).
-Scoring one query is a dot product in numpy: no sklearn on the hot path.
+the bias): scikit-learn's LogisticRegression (lbfgs, tolerance 1e-8). Scoring one query is a dot
+product in numpy: no sklearn on the hot path.
 """
 from __future__ import annotations
 
@@ -35,37 +34,38 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))  # overflow-free logistic
 
 
-def fit_logistic(Z: np.ndarray, y: np.ndarray, l2: float = 1e-2, tol: float = 1e-7,
-                 max_iter: int = 100) -> tuple[np.ndarray, float]:
-    """(weights, bias) minimising mean BCE + l2/2 * |w|^2 by damped Newton steps."""
-    n, d = Z.shape
-    A = np.hstack([Z, np.ones((n, 1))])
-    theta = np.zeros(d + 1)
-    theta[-1] = math.log((y.mean() + 1e-9) / (1 - y.mean() + 1e-9))
-    penalty = np.r_[np.full(d, l2), 0.0]
+def fit_logistic(Z: np.ndarray, y: np.ndarray, l2: float = 1e-2, sample_weight: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, float]:
+    """(weights, bias) minimising mean BCE + l2/2 * |w|^2 (bias unpenalised): scikit-learn's
+    LogisticRegression with C = 1 / (l2 * n), the same objective scaled by n."""
+    from sklearn.linear_model import LogisticRegression
 
-    def loss(t: np.ndarray) -> float:
-        z = A @ t
-        # log(1 + e^z) - y z, computed stably
-        return float(np.mean(np.logaddexp(0.0, z) - y * z) + 0.5 * np.sum(penalty * t * t))
+    n = Z.shape[0]
+    weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64) * n / np.sum(sample_weight)
+    if l2 <= 0:
+        model = LogisticRegression(C=np.inf, tol=1e-8, max_iter=1000)
+    else:
+        model = LogisticRegression(C=1.0 / (l2 * n), tol=1e-8, max_iter=1000)
+    model.fit(Z, y.astype(np.int64), sample_weight=weight)
+    return model.coef_[0].astype(np.float64), float(model.intercept_[0])
 
-    current = loss(theta)
-    for _ in range(max_iter):
-        p = _sigmoid(A @ theta)
-        grad = A.T @ (p - y) / n + penalty * theta
-        hess = (A * (p * (1 - p))[:, None]).T @ A / n + np.diag(penalty + 1e-10)
-        step = np.linalg.solve(hess, grad)
-        rate = 1.0
-        while rate > 1e-6:  # backtracking keeps Newton monotone on separable data
-            trial = theta - rate * step
-            new = loss(trial)
-            if new <= current:
-                break
-            rate *= 0.5
-        theta, delta, current = trial, current - new, new
-        if delta < tol:
-            break
-    return theta[:-1], float(theta[-1])
+
+CURVE_POINTS = 400
+
+
+def curve_of(scores: np.ndarray, labels: np.ndarray, points: int = CURVE_POINTS) -> list[list[float]]:
+    """[threshold, CWAR, coverage] at up to `points` thresholds (score quantiles) of held-out scores,
+    best first: what RCSModel.tau_for reads a threshold off."""
+    scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=np.float64)
+    order = np.argsort(-scores, kind="stable")
+    s, y = scores[order], labels[order]
+    picks = np.unique(np.linspace(0, s.size - 1, min(points, s.size)).round().astype(int))
+    out = []
+    for i in picks:
+        # the confident set {score >= s[i]} includes the whole tie group of s[i]
+        j = int(np.flatnonzero(s >= s[i])[-1])
+        out.append([round(float(s[i]), 6), round(float(1 - y[: j + 1].mean()), 6), round((j + 1) / s.size, 6)])
+    return out
 
 
 @dataclass
@@ -96,7 +96,7 @@ class RCSModel:
     # -- fitting ---------------------------------------------------------------------------
     @classmethod
     def fit(cls, X: np.ndarray, y: np.ndarray, feature_names: Sequence[str], l2: float = 1e-2,
-            **kwargs: Any) -> "RCSModel":
+            sample_weight: np.ndarray | None = None, **kwargs: Any) -> "RCSModel":
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] != y.size or X.shape[1] != len(feature_names):
@@ -106,7 +106,7 @@ class RCSModel:
         mean = X.mean(axis=0)
         std = X.std(axis=0)
         std[std < 1e-12] = 1.0  # a constant feature carries no information; keep it inert
-        w, b = fit_logistic((X - mean) / std, y, l2=l2)
+        w, b = fit_logistic((X - mean) / std, y, l2=l2, sample_weight=sample_weight)
         return cls(list(feature_names), mean, std, w, b, **kwargs)
 
     # -- scoring ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ def synthetic(n=4000, seed=0):
     return X, y
 
 
-def test_newton_fit_reaches_the_cross_entropy_optimum():
+def test_fit_reaches_the_cross_entropy_optimum():
     X, y = synthetic()
     Z = (X - X.mean(0)) / X.std(0)
     w, b = fit_logistic(Z, y, l2=0.0)
