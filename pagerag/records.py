@@ -378,6 +378,9 @@ class Answer:
     analysis: dict[str, Any] = field(default_factory=dict)
     hints: list[dict[str, Any]] = field(default_factory=list)
     verdict: Verdict | None = None
+    # what the reader (pagerag.read) said of its best sentence: P(it states the answer), the
+    # answer span and its margin over "no answer here"; empty when nothing was read
+    reader: dict[str, Any] = field(default_factory=dict)
     escalated: bool = False
     backend: str = "extractive"
     pipeline: str = "full"
@@ -413,6 +416,7 @@ class Answer:
             "analysis": self.analysis,
             "hints": self.hints,
             "verdict": asdict(self.verdict) if self.verdict else None,
+            "reader": self.reader,
             "escalated": self.escalated,
             "backend": self.backend,
             "pipeline": self.pipeline,

@@ -226,8 +226,14 @@ class GenerateSettings(_Section):
         True, description="When RCS < tau, widen the route once (all allowed operators, 1.5x budget) and re-score before refusing."
     )
     judge: Literal["auto", "model"] = Field(
-        "auto", description="Sufficiency: auto = with an LLM whose backend gives next-token log-probabilities, its P(yes) "
-        "is one more feature of the LLM sufficiency model (one short LLM call); model = the no-LLM model only."
+        "auto", description="Sufficiency with an LLM: auto = when `pagerag calibrate --llm BACKEND` has fitted a "
+        "decision for this backend and model, the LLM's P(yes) (one short call) is weighed with the reader by that "
+        "model; without a calibration, or with model, the reader's model alone decides."
+    )
+    span_margin: float | None = Field(
+        None, description="Extractive answers: the reader's answer span is the answer when its margin over 'no answer "
+        "here' is at least this, else the whole sentence is quoted; empty = the value chosen on the training books "
+        "(held out by book) with the sufficiency model."
     )
     extend_short_quotes: bool = Field(
         True, description="Extractive answers: a quoted sentence under 60 characters takes the sentence before it."

@@ -59,17 +59,30 @@ def rcs_eval(
 
 
 def calibrate(
-    questions: Path = typer.Argument(..., help="Labelled questions (JSONL: question, evidence = list of quotes)."),
-    repo: Path = typer.Option(..., "--repo", "-r", help="Repository to calibrate; the model is stored inside it."),
+    questions: Optional[Path] = typer.Argument(None, help="Labelled questions (JSONL: question, evidence = list of "
+                                               "quotes) to refit a repository's RCS gate on; not with --llm."),
+    repo: Optional[Path] = typer.Option(None, "--repo", "-r", help="Repository to calibrate; the model is stored inside it."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="Fit the answer-or-refuse decision for this LLM backend "
+                                      "(openai | llamacpp, configured as for `ask`) on the packaged calibration sample."),
     target_cwar: Optional[float] = typer.Option(None, "--target-cwar", min=0.0, max=1.0,
-                                                help="CWAR target γ for τ (default: confidence.target_cwar)."),
+                                                help="CWAR target γ for τ (default: confidence.target_cwar for the RCS "
+                                                "gate; the packaged reader model's target for --llm)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=20, help="--llm: use only the first N sample questions."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress messages."),
 ) -> None:
-    """Refit the RCS gate on labelled questions and store it as <repo>/rcs_model.json."""
+    """Refit the RCS gate on labelled questions (<repo>/rcs_model.json), or with --llm fit the
+    decision for your LLM: its P(yes) weighed with the reader, on the packaged sample."""
+    from ..errors import PageRAGError
+
+    if llm is not None:
+        if questions is not None or repo is not None:
+            raise PageRAGError("--llm calibrates on the packaged sample: give no QUESTIONS file and no --repo")
+        return _calibrate_llm(llm, target_cwar, limit, quiet)
+    if questions is None or repo is None:
+        raise PageRAGError("give a QUESTIONS file and --repo (refit the RCS gate), or --llm BACKEND")
     from rich.console import Console
 
     from ..evaluate.calibrate import calibrate_repository
-    from ..errors import PageRAGError
 
     if not questions.is_file():
         raise PageRAGError(f"{questions}: file not found")
@@ -81,3 +94,28 @@ def calibrate(
                f"tau {model.tau:.3f} for target CWAR {model.target_cwar:.0%} -> CWAR {m['calibration_cwar']:.1%} "
                f"at coverage {m['calibration_coverage']:.0%} (on the calibration questions); "
                f"AUC-AC {m['calibration_auc_ac']:.3f}, ECE {m['calibration_ece']:.3f}")
+
+
+def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, quiet: bool) -> None:
+    from ..errors import ConfigError
+    from ..evaluate.llm_calibration import calibrate_llm
+    from ..generate.models import CALIBRATION_SAMPLE, llm_decision_path
+    from ..llm import get_llm
+    from ..progress import StageProgress
+    from ..settings import load_settings
+
+    if backend not in ("openai", "llamacpp"):
+        raise ConfigError(f"--llm {backend}: calibrate an LLM backend (openai or llamacpp)")
+    model_llm = get_llm(load_settings(llm=backend).llm)
+    if model_llm is None:
+        raise ConfigError(f"--llm {backend}: no such LLM is configured")
+    with StageProgress(enabled=not quiet) as bars:
+        with bars.stage("P(yes)", None) as advance:
+            model, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, target_cwar, progress=lambda i, n: advance(1),
+                                          limit=limit)
+    path = model.save(llm_decision_path(model_llm))
+    aucs = report["held_out_auc_ac"]
+    typer.echo(f"decision for {report['backend']} ({report['model']}): {path}\n  {report['n']} sample questions from "
+               f"{len(report['books'])} training books; held out by book, AUC-AC {aucs['reader model']:.3f} with the "
+               f"reader alone, {aucs['reader model + P(yes)']:.3f} with this LLM's P(yes); tau {model.tau:.3f} for "
+               f"target CWAR {model.target_cwar:.0%}")

@@ -3,16 +3,16 @@
     1. RCS gate (gate.py): the book RCS model (or a calibrated one) scores the retrieval; if
        RCS < tau, widen the route once (all allowed operators, 1.5x budget) and re-score; still
        below tau -> refuse `low_retrieval_confidence`.
-    2. Sufficiency (sufficiency.py): the evidence is read sentence by sentence and ranked by the
-       learned sentence ranker (sentences.py); a fitted model gives P(the evidence supports an
-       answer) from those sentences, the evidence and the RCS -- with an LLM, its P(yes) is one
-       more feature of a second fitted model; P < tau -> refuse `insufficient_evidence`, naming
-       the weakest signal. Both taus come from held-out curves at the target CWARs
-       (`generate.gate_cwar`, `generate.target_cwar`).
-    3. Answer from the evidence only: extractive (the ranker's best sentence, quoted, with the
-       typed value it states first) or prompts/answer; every [n] must name an excerpt; an answer
-       whose names and numbers its cited excerpts do not state, or whose words they do not bear
-       out, -> refuse `unsupported_answer`.
+    2. Sufficiency (sufficiency.py): the reader (pagerag.read) reads the evidence sentence by
+       sentence (sentences.py); a fitted model gives P(the evidence supports an answer) from what
+       it says, the evidence and the RCS -- with an LLM calibrated for its backend (`pagerag
+       calibrate --llm`), its P(yes) is weighed with that by a model fitted for it; P < tau ->
+       refuse `insufficient_evidence`, naming the weakest signal. Both taus come from held-out
+       curves at the target CWARs (`generate.gate_cwar`, `generate.target_cwar`).
+    3. Answer from the evidence only: extractive (the reader's answer span, or its sentence
+       quoted) or prompts/answer over the excerpts the reader ranks first; every [n] must name an
+       excerpt; an answer whose names and numbers its cited excerpts do not state, or whose words
+       they do not bear out, -> refuse `unsupported_answer`.
 `generate.evidence_constraint = false` (the no-evidence-constraint ablation) skips 1 and 2, and
 the answer prompt then offers the model no way out; `generate.rcs_gate = off` skips the gate's
 refusal (the RCS is still computed: the sufficiency model reads it).
@@ -36,10 +36,10 @@ from .answer import answer_support, check_citations, llm_answer, recite, ungroun
 from .context import build_excerpts, graph_context
 from .extractive import extractive_answer
 from .gate import GateResult, rcs_gate
-from .models import SUFFICIENCY, SUFFICIENCY_LLM, RANKER, book_rcs_model, packaged
-from .sentences import Reading, Sentence, rank_sentences, read_evidence, window_order
-from .sufficiency import (LLM_FEATURE, aggregate, decide, evidence_level, judge_excerpts, llm_p_yes, p_yes_logit,
-                          unobserved_as_typical)
+from .models import SUFFICIENCY, book_rcs_model, llm_decision, packaged
+from .sentences import READ_LIMIT, Reading, Sentence, read_evidence, read_sentences, window_order
+from .sufficiency import (LLM_FEATURE, SUFF_LOGIT, aggregate, decide, evidence_level, judge_excerpts, llm_p_yes,
+                          p_yes_logit, unobserved_as_typical)
 
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -52,6 +52,14 @@ class Session:
     state: object  # pagerag.retrieve.state.RepoState
     encode: Encode
     llm: LLM | None
+    reader: object = None  # pagerag.read.Reader; None = the packaged one, loaded on first use
+
+    def read_with(self):
+        if self.reader is None:
+            from ..read import packaged_reader
+
+            self.reader = packaged_reader()
+        return self.reader
 
     @property
     def backend(self) -> str:
@@ -94,7 +102,10 @@ def ask(question: str, pipe: Session, exclude: set[str] | None = None) -> Answer
             return _refuse(answer, LOW_CONFIDENCE, f"The retrieval is not trustworthy enough to answer: its confidence "
                            f"score {gate.rcs:.2f} is below the threshold {gate.tau:.2f}{widened}.")
     with _Timer(costs, "evidence"):
-        reading, ranked = read_ranked(retrieval, pipe)
+        reading = read_evidence(retrieval.question, retrieval.evidence, pipe.state, pipe.settings.embed.model, pipe.encode)
+    with _Timer(costs, "read"):
+        ranked = read_sentences(retrieval.question, reading.sentences, pipe.state, pipe.read_with())
+    answer.reader = reader_summary(ranked)
     excerpts = llm_excerpts(reading, ranked, pipe) if pipe.llm is not None else []
     if cfg.evidence_constraint:
         with _Timer(costs, "judge") as cost:
@@ -146,40 +157,69 @@ def _describe_route(answer: Answer, retrieval) -> None:
 
 
 def read_ranked(retrieval, pipe: Session) -> tuple[Reading, list[Sentence]]:
-    """The evidence read sentence by sentence, ranked by the packaged sentence ranker."""
+    """The evidence read sentence by sentence: features, then the reader; the read sentences best
+    first."""
     reading = read_evidence(retrieval.question, retrieval.evidence, pipe.state, pipe.settings.embed.model, pipe.encode)
-    return reading, rank_sentences(reading.sentences, packaged(RANKER))
+    return reading, read_sentences(retrieval.question, reading.sentences, pipe.state, pipe.read_with())
+
+
+def reader_summary(ranked: list[Sentence]) -> dict:
+    """The reader's best sentence, for the answer record (`ask --json`)."""
+    if not ranked:
+        return {}
+    best = ranked[0]
+    w = best.window
+    span = w.text[best.span[0] - w.start: best.span[1] - w.start] if best.span else ""
+    return {"p": round(best.prob, 4), "margin": round(best.margin, 3), "span": span, "sentence": best.text,
+            "passage_id": w.passage_id, "read": len(ranked)}
 
 
 def llm_excerpts(reading: Reading, ranked: list[Sentence], pipe: Session) -> list:
-    """The numbered excerpts an LLM reads: the evidence windows in the order of their best-ranked
-    sentence, up to `generate.context_tokens`."""
+    """The numbered excerpts an LLM reads: the evidence windows in the order of their best sentence
+    by the reader, up to `generate.context_tokens`."""
     ordered = window_order(ranked, reading.windows)
     for rank, w in enumerate(ordered):
         w.score = float(len(ordered) - rank)  # build_excerpts takes the best-scored windows first
     return build_excerpts(ordered, pipe.state, pipe.settings.generate.context_tokens, pipe.settings.chunk.encoding)
 
 
+def sufficiency_inputs(retrieval, reading: Reading, rcs: float) -> dict[str, float]:
+    """The no-LLM sufficiency model's features (generate.sufficiency.aggregate), from the sentences
+    the reader read (the first READ_LIMIT in evidence order, as the training tables hold them)."""
+    read = reading.sentences[:READ_LIMIT]
+    return aggregate([s.prob for s in read], [s.margin for s in read],
+                     {**evidence_level(reading.terms, retrieval.evidence, reading.idf), **retrieval.graph_features},
+                     rcs, max((s.features["dense"] for s in reading.sentences), default=0.0),
+                     max((s.features["lex"] for s in reading.sentences), default=0.0))
+
+
 def _sufficiency(retrieval, reading: Reading, ranked: list[Sentence], excerpts: list, gate: GateResult,
                  pipe: Session, cost: StageCost) -> Verdict:
-    """P(the evidence supports an answer) from the fitted model (with the LLM's P(yes) as a feature
-    when there is an LLM that gives log-probabilities and `generate.judge = auto`)."""
+    """P(the evidence supports an answer) from the reader's model; with an LLM calibrated for its
+    backend (and `generate.judge = auto`), the LLM's P(yes) weighed with it by that model."""
     cfg = pipe.settings.generate
     rcs = float(book_rcs_model().score(gate.features))
-    features = aggregate([s.features for s in ranked], [s.prob for s in ranked],
-                         {**evidence_level(reading.terms, retrieval.evidence, reading.idf), **retrieval.graph_features},
-                         rcs, reading.terms.answer.typed)
-    model, method = packaged(SUFFICIENCY), "model"
-    if pipe.llm is not None and cfg.judge == "auto":
+    model = packaged(SUFFICIENCY)
+    # the pipeline's allowed operators, not this question's route: the models were fitted on
+    # `full`, whose routes leave out operators too, and learned what that looks like
+    features = unobserved_as_typical(model, sufficiency_inputs(retrieval, reading, rcs),
+                                     pipe.settings.retrieve.operators)
+    tau, method = model.tau_for(cfg.target_cwar), "model"
+    calibrated = llm_decision(pipe.llm) if pipe.llm is not None and cfg.judge == "auto" else None
+    if calibrated is not None:
         shown = judge_excerpts(excerpts, cfg.judge_context_tokens)
         p_yes = llm_p_yes(pipe.llm, retrieval.question, shown, cost, graph_context_for(retrieval.hints, shown, pipe.settings))
         if p_yes is not None:
-            features[LLM_FEATURE] = p_yes_logit(p_yes)
-            model, method = packaged(SUFFICIENCY_LLM), "model+llm"
-    # the pipeline's allowed operators, not this question's route: the models were fitted on
-    # `full`, whose routes leave out operators too, and learned what that looks like
-    features = unobserved_as_typical(model, features, pipe.settings.retrieve.operators)
-    return decide(model, features, model.tau_for(cfg.target_cwar), method, reading.terms)
+            p_reader = float(model.score(features))
+            features = {**features, SUFF_LOGIT: p_yes_logit(p_reader), LLM_FEATURE: p_yes_logit(p_yes)}
+            model, tau, method = calibrated, calibrated.tau_for(cfg.target_cwar), "model+llm"
+    return decide(model, features, tau, method, book_names(retrieval))
+
+
+def book_names(retrieval) -> list[str]:
+    """The names of the book's entities the question was linked to: all a refusal may repeat of
+    the question (its other words are the asker's, and are not echoed back)."""
+    return list(dict.fromkeys(link.name for link in retrieval.analysis.links if getattr(link, "name", "")))
 
 
 def graph_context_for(hints, excerpts: list, settings: Settings) -> str:
@@ -191,7 +231,8 @@ def _compose(answer: Answer, ranked: list[Sentence], excerpts: list, pipe: Sessi
              hints=()) -> Answer:
     cfg = pipe.settings.generate
     if pipe.llm is None:
-        text, cited = extractive_answer(ranked, pipe.state, pipe.settings.chunk.encoding, cfg.extend_short_quotes)
+        text, cited = extractive_answer(ranked, pipe.state, pipe.settings.chunk.encoding, cfg.extend_short_quotes,
+                                        span_margin(cfg))
         if not cited:
             return _refuse(answer, UNSUPPORTED, "No evidence sentence could be quoted as an answer.")
         checked = check_citations(text, cited)
@@ -223,6 +264,14 @@ def _compose(answer: Answer, ranked: list[Sentence], excerpts: list, pipe: Sessi
         citation.check(pipe.state.passage(citation.passage_id))
     answer.answer, answer.citations = checked.text, checked.citations
     return answer
+
+
+def span_margin(cfg) -> float:
+    """The margin above which the extractive answer is the reader's span: the setting, else the
+    one chosen on the training books with the packaged sufficiency model."""
+    if cfg.span_margin is not None:
+        return float(cfg.span_margin)
+    return float(packaged(SUFFICIENCY).training.get("operating", {}).get("span_margin", "inf"))
 
 
 def _check_support(answer: Answer, checked, excerpts: list, cfg) -> Answer | None:

@@ -1,12 +1,11 @@
-"""The no-LLM answerer: quote the evidence sentence the learned ranker scores highest, and cite it.
+"""The no-LLM answerer: the reader's answer, cited.
 
-The sentence is the ranker's first (sentences.py: a logistic model fitted on the training books'
-evidence-sentence labels). When the question asks for a typed value (a sum, a year, a date, an
-age, a count, a place, a person) and the sentence holds a candidate of that type, the answer
-states the shortest such span first, then quotes the sentence it comes from; otherwise the answer
-is the quote alone. The quote is exact to the source span, so the answer can never say more than
-the book. A very short sentence ("'Yes,' said Joe.") is extended by the sentence before it when
-`extend_short` is on (measured on the training books: benchmarks/book_qa_results.md).
+The sentence is the one the reader (pagerag.read) finds most likely to state the answer. When
+its answer span beats "no answer here" by at least `span_margin` (chosen on the training books,
+held out by book, with the sufficiency model), the answer is that span, and the citation is its
+sentence; otherwise the answer is the sentence itself, quoted. Either way the text is exact to
+the source, so the answer can never say more than the book. A very short quoted sentence
+("'Yes,' said Joe.") is extended by the sentence before it when `extend_short` is on.
 """
 from __future__ import annotations
 
@@ -38,23 +37,23 @@ def quote_text(choice: Sentence, extend_short: bool = True) -> str:
     return w.text[start - w.start: end - w.start]
 
 
-def typed_value(choice: Sentence) -> str:
-    """The shortest candidate of the asked type inside the sentence ("" when there is none)."""
-    if not choice.candidates:
+def span_text(choice: Sentence) -> str:
+    """The reader's answer span inside the sentence ("" when it has none)."""
+    if choice.span is None:
         return ""
-    start, end = min(choice.candidates, key=lambda se: (se[1] - se[0], se[0]))
     w = choice.window
-    return fold_space(w.text[start - w.start: end - w.start])
+    return fold_space(w.text[choice.span[0] - w.start: choice.span[1] - w.start]).strip(" ,;:")
 
 
-def extractive_answer(ranked: list[Sentence], state, encoding: str = "cl100k_base",
-                      extend_short: bool = True) -> tuple[str, list[Excerpt]]:
+def extractive_answer(ranked: list[Sentence], state, encoding: str = "cl100k_base", extend_short: bool = True,
+                      span_margin: float = float("inf")) -> tuple[str, list[Excerpt]]:
     """(answer text with its [1] citation, the one excerpt it cites); ("", []) without evidence."""
     if not ranked:
         return "", []
     choice = ranked[0]
-    start, end = quote_span(choice, extend_short)
+    span = span_text(choice) if choice.margin >= span_margin else ""
+    start, end = (choice.start, choice.end) if span else quote_span(choice, extend_short)
     excerpt = make_excerpt(state, choice.window, start, end, 1, choice.prob, encoding)
-    quote = f"\u201c{fold_space(excerpt.text)}\u201d [1]"
-    value = typed_value(choice)
-    return (f"{value}: {quote}" if value else quote), [excerpt]
+    if span:
+        return f"{span} [1]", [excerpt]
+    return f"\u201c{fold_space(excerpt.text)}\u201d [1]", [excerpt]

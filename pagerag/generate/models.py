@@ -1,13 +1,16 @@
-"""The fitted models the question path ships with, loaded once per process.
+"""The fitted models the question path ships with, loaded once per process, and the decisions
+fitted for a user's LLM.
 
-    models/ranker.json           the sentence ranker (sentences.py)
-    models/sufficiency.json      P(the evidence supports an answer), no LLM
-    models/sufficiency_llm.json  the same with the LLM's P(yes) as one more feature
+    models/sufficiency.json      P(the evidence supports an answer) from the reader's scores
     ../confidence/book_rcs.json  the book RCS model (the gate's default, gate.py)
+    ../read/model/               the reader itself (pagerag.read)
+    <cache>/calibration/<backend>-<model>.json   a decision for one LLM: the reader's model and
+                                 the LLM's P(yes), fitted by `pagerag calibrate --llm BACKEND`
 
-All are logistic models (confidence.model.RCSModel files) fitted on the 15 training books by
-`python -m pagerag.train.fit --write`; each file records its training books, label, features
-and the held-out curve its threshold is read from.
+All are logistic models (confidence.model.RCSModel files) fitted on the 15 training books (`python
+-m pagerag.train.fit --write`; the LLM decision on the packaged calibration sample of them); each
+file records its training books, label, features and the held-out curve its threshold is read
+from.
 """
 from __future__ import annotations
 
@@ -16,9 +19,8 @@ from pathlib import Path
 from ..errors import PageRAGError
 
 MODELS_DIR = Path(__file__).with_name("models")
-RANKER = "ranker.json"
 SUFFICIENCY = "sufficiency.json"
-SUFFICIENCY_LLM = "sufficiency_llm.json"
+CALIBRATION_SAMPLE = MODELS_DIR / "calibration_sample.jsonl.gz"
 
 _LOADED: dict[str, object] = {}
 
@@ -43,3 +45,22 @@ def book_rcs_model():
     from ..confidence.model import BOOK_MODEL_PATH
 
     return load_model(BOOK_MODEL_PATH)
+
+
+def llm_key(llm) -> str:
+    """The file name of an LLM's decision: backend and model, as a safe slug."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{llm.name}-{llm.model}").strip("-")[:120]
+
+
+def llm_decision_path(llm) -> Path:
+    from ..offline import cache_root
+
+    return cache_root() / "calibration" / f"{llm_key(llm)}.json"
+
+
+def llm_decision(llm):
+    """The decision `pagerag calibrate --llm` fitted for this LLM's backend and model, or None."""
+    path = llm_decision_path(llm)
+    return load_model(path) if path.is_file() else None

@@ -1,14 +1,15 @@
 """The evidence, sentence by sentence: the features of each sentence against the question, and
-the learned ranker that scores them.
+the reader's verdict on each.
 
 Every sentence of every evidence window is described by how much of the question it (and its
 neighbours) holds, how close its window's embedding is to the question's, where its passage
-ranks, and whether it holds a candidate of the asked answer type (question.py). The ranker is a
-logistic model fitted on the training books' evidence-sentence labels (`python -m
-pagerag.train.fit`); its probability orders the sentences the extractive answerer quotes and the
-LLM reads, and the best sentences' features feed the sufficiency model. The features are computed
-here and only here, at question time and when the training tables are made
-(pagerag.train.features), so the model scores what it was fitted on.
+ranks, and whether it holds a candidate of the asked answer type (question.py); the best cosine
+and lexical cover feed the sufficiency model. The reader (pagerag.read, a cross-encoder trained
+on the training books) then reads the first READ_LIMIT sentences, in evidence order, each in its
+place in the book: P(the sentence states the answer) orders the sentences the extractive answerer
+quotes and the LLM reads, and its span is the extractive answer. The features are computed here
+and only here, at question time and when the training tables are made (pagerag.train.features),
+so the models score what they were fitted on.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..records import Evidence, Window
 from ..text.words import stems_of
 from .question import QuestionTerms, type_candidates
 
+READ_LIMIT = 64  # sentences the reader reads per question (its latency budget: <= 150 ms here)
 SENTENCE_FEATURES = ("lex", "lex_ctx", "attr", "attr_ctx", "names", "dense", "dense_gap", "lex_gap", "cand",
                      "cand_miss", "rank", "length")
 
@@ -36,7 +38,9 @@ class Sentence:
     end: int
     features: dict[str, float]
     candidates: list[tuple[int, int]] = field(default_factory=list)  # typed candidates (absolute offsets)
-    prob: float = 0.0
+    prob: float = 0.0  # the reader's P(the sentence states the answer); 0 for a sentence not read
+    span: tuple[int, int] | None = None  # the reader's answer span (absolute offsets)
+    margin: float = float("-inf")  # the span's score minus the no-answer score
 
     @property
     def text(self) -> str:
@@ -107,16 +111,20 @@ def _text(w: Window, start: int, end: int) -> str:
     return w.text[max(0, start - w.start): max(0, end - w.start)]
 
 
-def rank_sentences(sentences: list[Sentence], ranker) -> list[Sentence]:
-    """Set each sentence's probability from the ranker (an RCSModel over SENTENCE_FEATURES) and
-    return them best first (ties: evidence order)."""
-    if not sentences:
+def read_sentences(question: str, sentences: list[Sentence], state, reader) -> list[Sentence]:
+    """The reader's P, span and margin on the first READ_LIMIT sentences (evidence order), each
+    read in its place in the book; return them best first (ties: evidence order). Sentences past
+    the limit keep P 0 and are not returned."""
+    from ..read import around
+
+    read = sentences[:READ_LIMIT]
+    if not read:
         return []
-    X = np.array([[s.features[name] for name in ranker.feature_names] for s in sentences], dtype=np.float64)
-    for s, p in zip(sentences, ranker.score_matrix(X)):
-        s.prob = float(p)
-    order = sorted(range(len(sentences)), key=lambda i: -sentences[i].prob)
-    return [sentences[i] for i in order]
+    passages = [around(state.source_text(s.window.doc_id), s.start, s.end) for s in read]
+    for s, r in zip(read, reader.read(question, passages)):
+        s.prob, s.margin = r.p, r.margin
+        s.span = (s.start + r.span[0], s.start + r.span[1]) if r.span else None
+    return sorted(read, key=lambda x: -x.prob)
 
 
 def window_order(ranked: Sequence[Sentence], windows: Sequence[Window]) -> list[Window]:

@@ -3,20 +3,19 @@ fitted model, and a refusal below the threshold chosen for the target CWAR.
 
 Features (SUFFICIENCY_FEATURES, all from the question and the retrieved evidence, no gold):
   rcs             the book RCS (retrieval confidence, gate.py)
-  top_prob ...    the sentence ranker's best and second-best probabilities, and the best
-                  sentence's own features: question words (lex, attr), names, embedding cosine,
-                  a candidate of the asked answer type in it or in the best three
-  max_* / *_evidence  the same signals over all the evidence: the best cosine and lexical cover,
-                  the share of the question's names the evidence mentions anywhere, the best
-                  attribute cover of one evidence span (the signals of the old hand-written rule)
-  typed           the question asks for a typed value (question.py)
-With an LLM whose backend gives next-token log-probabilities (`generate.judge = auto`), the
-LLM's P(yes) on prompts/judge_sufficiency_yesno over the first excerpts (up to
-`generate.judge_context_tokens`) is one more feature (its logit) of a second model fitted the same
-way, so a weak model's P(yes) is weighed, not trusted. Both models are logistic
-(confidence.model), fitted on the training books by `python -m pagerag.train.fit` with
-leave-books-out cross-validation; tau comes from the model's out-of-fold accuracy-coverage curve
-at `generate.target_cwar`.
+  read_*          the reader (pagerag.read) on the evidence sentences: the best and second-best
+                  P(states the answer) as logits, the best sentence's answer-span margin (its
+                  span's score minus "no answer here"), the best margin among the three best
+                  sentences, and how many sentences state it (sum and count of P > 0.5)
+  max_dense, max_lex  the best embedding cosine and lexical cover of any evidence sentence
+  names_evidence, attr_span  the share of the question's names the evidence mentions, the best
+                  cover of its other words by one evidence span
+  graph_*         what the graph added (paths, best path, community match, graph-only share)
+With an LLM, a model fitted for that backend (`pagerag calibrate --llm BACKEND`) also reads the
+LLM's P(yes) on prompts/judge_sufficiency_yesno; without one the reader's model alone decides.
+Models are logistic (confidence.model), fitted on the training books by `python -m
+pagerag.train.fit` with nested leave-books-out cross-validation; tau comes from the model's
+held-out accuracy-coverage curve at `generate.target_cwar`.
 """
 from __future__ import annotations
 
@@ -29,13 +28,11 @@ from ..text.words import stems_of
 from .answer import render_excerpts
 from .question import QuestionTerms
 
-SUFFICIENCY_FEATURES = ("rcs", "top_prob", "second_prob", "top_lex", "top_attr", "top_names", "top_dense",
-                        "top_cand", "cand_top3", "max_dense", "max_lex", "names_evidence", "attr_span", "typed",
-                        "graph_paths", "best_path", "community_match", "graph_only_share")
+SUFFICIENCY_FEATURES = ("rcs", "read_top", "read_second", "read_margin", "read_best_margin", "read_mass",
+                        "read_count", "max_dense", "max_lex", "names_evidence", "attr_span", "graph_paths", "best_path",
+                        "community_match", "graph_only_share")
 LLM_FEATURE = "p_yes_logit"
-TYPE_WORDS = {"money": "sum of money", "year": "year", "date": "date or time", "age": "age", "count": "number",
-              "place": "place", "person": "name"}
-
+SUFF_LOGIT = "suff_logit"  # the reader model's P(sufficient), as a logit: the other input of an LLM decision
 
 def evidence_level(terms: QuestionTerms, evidence: Sequence[Evidence], idf: Callable[[str], float]) -> dict[str, float]:
     """Signals over the whole evidence: the share of the question's names it mentions anywhere,
@@ -53,27 +50,36 @@ def evidence_level(terms: QuestionTerms, evidence: Sequence[Evidence], idf: Call
     return {"names_evidence": names, "attr_span": best}
 
 
-def aggregate(ranked: Sequence[Mapping[str, float]], probs: Sequence[float], level: Mapping[str, float],
-              rcs: float, typed: bool) -> dict[str, float]:
-    """SUFFICIENCY_FEATURES from the ranked sentences' features (best first) and probabilities,
-    the evidence-level signals (with what the graph added: retrieve.api.graph_features) and the
-    RCS. No sentence: every sentence feature is 0."""
-    top = ranked[0] if ranked else {}
+def _logit(p: float) -> float:
+    p = min(max(float(p), 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
+MARGIN_CLIP = 15.0  # span margins beyond this say nothing more
+
+
+def aggregate(probs: Sequence[float], margins: Sequence[float], level: Mapping[str, float], rcs: float,
+              max_dense: float, max_lex: float) -> dict[str, float]:
+    """SUFFICIENCY_FEATURES from the reader's outputs on the read sentences (P and span margin, in
+    evidence order), the evidence-level signals (with what the graph added:
+    retrieve.api.graph_features), the RCS and the best sentence cosine / lexical cover. No
+    sentence read: the reader's features are those of a sentence that states nothing."""
+    p = [float(x) for x in probs]
+    m = [max(-MARGIN_CLIP, min(MARGIN_CLIP, float(x))) for x in margins]
+    order = sorted(range(len(p)), key=lambda i: -p[i])
+    top = order[0] if order else None
     return {
         "rcs": float(rcs),
-        "top_prob": float(probs[0]) if probs else 0.0,
-        "second_prob": float(probs[1]) if len(probs) > 1 else 0.0,
-        "top_lex": float(top.get("lex", 0.0)),
-        "top_attr": float(top.get("attr", 0.0)),
-        "top_names": float(top.get("names", 0.0)),
-        "top_dense": float(top.get("dense", 0.0)),
-        "top_cand": float(top.get("cand", 0.0)),
-        "cand_top3": float(any(r.get("cand", 0.0) for r in ranked[:3])),
-        "max_dense": max((float(r["dense"]) for r in ranked), default=0.0),
-        "max_lex": max((float(r["lex"]) for r in ranked), default=0.0),
+        "read_top": _logit(p[top]) if top is not None else _logit(0.0),
+        "read_second": _logit(p[order[1]]) if len(order) > 1 else _logit(0.0),
+        "read_margin": m[top] if top is not None else -MARGIN_CLIP,
+        "read_best_margin": max((m[i] for i in order[:3]), default=-MARGIN_CLIP),
+        "read_mass": math.log1p(sum(p)),
+        "read_count": math.log1p(sum(x > 0.5 for x in p)),
+        "max_dense": float(max_dense),
+        "max_lex": float(max_lex),
         "names_evidence": float(level.get("names_evidence", 0.0)),
         "attr_span": float(level.get("attr_span", 0.0)),
-        "typed": float(typed),
         "graph_paths": math.log1p(float(level.get("n_paths", 0.0))),
         "best_path": float(level.get("best_path", 0.0)),
         "community_match": float(level.get("community_match", 0.0)),
@@ -131,29 +137,28 @@ def unobserved_as_typical(model, features: Mapping[str, float], operators: Seque
     return out
 
 
-def decide(model, features: Mapping[str, float], tau: float, method: str, terms: QuestionTerms) -> Verdict:
-    """The verdict of one fitted sufficiency model: sufficient when P >= tau."""
+def decide(model, features: Mapping[str, float], tau: float, method: str, names: Sequence[str]) -> Verdict:
+    """The verdict of one fitted sufficiency model: sufficient when P >= tau. `names`: the book's
+    entities the question was linked to (all a refusal repeats of the question)."""
     p = float(model.score(features))
     sufficient = p >= tau
-    shown = ", ".join(f"{k} {features[k]:.2f}" for k in ("rcs", "top_prob", "names_evidence", "attr_span")
-                      if k in features)
+    shown = [f"rcs {features['rcs']:.2f}"] if "rcs" in features else []
+    if "read_top" in features:
+        shown.append(f"reader {1 / (1 + math.exp(-features['read_top'])):.2f}")
     if LLM_FEATURE in features:
-        shown += f", P(yes) {1 / (1 + math.exp(-features[LLM_FEATURE])):.2f}"
-    return Verdict(sufficient, method, "" if sufficient else explain(terms, features, p, tau), round(p, 4),
-                   f"P(sufficient) {p:.2f} vs tau {tau:.2f} ({shown})")
+        shown.append(f"P(yes) {1 / (1 + math.exp(-features[LLM_FEATURE])):.2f}")
+    return Verdict(sufficient, method, "" if sufficient else explain(names, features, p, tau), round(p, 4),
+                   f"P(sufficient) {p:.2f} vs tau {tau:.2f} ({', '.join(shown)})")
 
 
-def explain(terms: QuestionTerms, features: Mapping[str, float], p: float, tau: float) -> str:
+def explain(names: Sequence[str], features: Mapping[str, float], p: float, tau: float) -> str:
     """One sentence naming the weakest signal, for the refusal message (the decision is `p < tau`)."""
-    about = ", ".join(terms.names) if terms.names else "the question's subject"
-    if features.get("top_prob", 0.0) == 0.0 and features.get("max_dense", 0.0) == 0.0:
+    about = ", ".join(names[:3]) if names else "the question's subject"
+    if features.get("read_mass", 0.0) == 0.0 and features.get("max_dense", 0.0) == 0.0:
         return "no evidence was retrieved"
-    if terms.names and features.get("names_evidence", 1.0) == 0.0:
+    if names and features.get("names_evidence", 1.0) == 0.0:
         return f"the evidence does not mention {about}"
-    if features.get("typed") and not features.get("cand_top3"):
-        kind = TYPE_WORDS.get(terms.answer.name, "value")
-        return f"no evidence sentence about {about} states the {kind} asked for"
-    if features.get("attr_span", 1.0) < 0.34 and terms.attribute_words:
-        words = ", ".join(f"'{a}'" for a in terms.attribute_words[:4])
-        return f"the evidence about {about} says little about {words}"
-    return f"no evidence sentence states the answer (P(sufficient) {p:.2f} < tau {tau:.2f})"
+    reader = 1 / (1 + math.exp(-features.get("read_top", -10.0)))
+    if reader < 0.5:
+        return f"no evidence sentence about {about} states the answer (the reader's best sentence: {reader:.2f})"
+    return f"the evidence about {about} does not support an answer well enough (P(sufficient) {p:.2f} < tau {tau:.2f})"

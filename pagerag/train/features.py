@@ -12,6 +12,9 @@ hidden from every operator:
   rcs        every RCS feature (generate.gate.retrieval_features: phi1-phi9 and the extras)
   level      the evidence-level features of the sufficiency model (sufficiency.evidence_level)
   sents      per evidence sentence, the ranker's features (sentences.SENTENCE_FEATURES)
+  texts      per evidence sentence, [sentence, before, after]: what the reader reads
+             (pagerag.read.around), so reader scores can be added without running retrieval again
+             (pagerag.train.reader_scores)
   sent_labels per sentence: [answer sentence, located evidence sentence, the quote is leniently /
              strictly right, the same for the quote extended when short]
   labels     rcs: every evidence statement located in the retrieved evidence (0 for masked and
@@ -66,8 +69,8 @@ def sentence_labels(ex: CorpusExample, sentences, extend) -> list[list[int]]:
         key = (s.window.doc_id, s.start, s.end)
         plain, longer = quote_text(s, False), quote_text(s, extend)
         rows.append([int(any(_overlaps(key, a) for a in answers)), int(any(_overlaps(key, e) for e in located)),
-                     int(lenient_by_recall(plain, [ex.answer])), int(strict_match(plain, [ex.answer])),
-                     int(lenient_by_recall(longer, [ex.answer])), int(strict_match(longer, [ex.answer]))])
+                     int(lenient_by_recall(plain, ex.golds)), int(strict_match(plain, ex.golds)),
+                     int(lenient_by_recall(longer, ex.golds)), int(strict_match(longer, ex.golds))])
     return rows
 
 
@@ -108,6 +111,7 @@ class Extractor:
         from ..generate.gate import retrieval_features
         from ..generate.sentences import SENTENCE_FEATURES, read_evidence
         from ..generate.sufficiency import evidence_level
+        from ..read import around
         from ..retrieve.api import retrieve, single_threaded_blas
 
         r = retrieve(ex.question, self.state, self.settings, escalate=widened, encode=self.encode,
@@ -120,6 +124,8 @@ class Extractor:
             "level": {k: round(float(v), 6) for k, v in evidence_level(reading.terms, r.evidence, reading.idf).items()},
             "sents": [_round(s.features[n] for n in SENTENCE_FEATURES) for s in reading.sentences],
             "sent_labels": sentence_labels(ex, reading.sentences, True),
+            "texts": [[c.sentence, c.before, c.after] for c in
+                      (around(self.state.source_text(x.window.doc_id), x.start, x.end) for x in reading.sentences)],
             "graph": {k: round(float(v), 6) for k, v in r.graph_features.items()},
             "labels": example_labels(ex, r.evidence),
             "need": r.plan.need, "n_evidence": len(r.evidence), "evidence_tokens": r.evidence_tokens,
@@ -128,7 +134,8 @@ class Extractor:
     def example(self, ex: CorpusExample, variants=VARIANTS) -> dict:
         from ..generate.question import answer_type
 
-        return {"id": ex.id, "book": ex.book, "split": ex.split, "kind": ex.kind, "question_type": ex.question_type,
+        return {"id": ex.id, "book": ex.book, "split": ex.split, "kind": ex.kind, "question": ex.question,
+                "question_type": ex.question_type,
                 "source_id": ex.source_id, "answer_type": answer_type(ex.question).name,
                 "located": ex.located, "variants": {v: self.variant(ex, v == "widened") for v in variants}}
 

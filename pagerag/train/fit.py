@@ -1,15 +1,22 @@
-"""Fit the book models on the training books' feature tables, choose their settings by
-leave-books-out cross-validation, report per fold, and write the packaged models.
+"""Fit the question path's decisions on the training books, measure them by nested leave-books-out
+cross-validation, and write the packaged models.
 
-    python -m pagerag.train.fit --features /work/features [--p-yes /work/features/p_yes.jsonl] \\
-        --report out/fit_report.json [--write]
+    python -m pagerag.train.fit --features F --reads F/reader --report out/fit_report.json [--write]
 
-Only the 15 training books' tables are read (test books' tables in the same folder are skipped). Every choice here --
-the RCS features kept, the L2 priors, the ranker's label, the default target CWARs -- is made on
-held-out books: each of the 15 is scored by models fitted on the other 14 (whose own thresholds
-and stacked inputs are held out again inside those 14: pagerag.train.stack). `--write` fits on
-all 15 and writes pagerag/confidence/book_rcs.json, pagerag/generate/models/ranker.json,
-sufficiency.json (and sufficiency_llm.json when P(yes) values are given).
+Inputs: the training books' feature tables (pagerag.train.features) and the reader's held-out
+scores on them (pagerag.train.reader_scores); test books' tables in the same folders are never
+read. What is chosen, and on what:
+  RCS features   phi1-phi9 always; extras dropped one at a time while the leave-one-book-out
+                 AUC-AC does not fall (scikit-learn's LeaveOneGroupOut over the 15 books; not
+                 nested: the RCS is an input, its own figures are reported apart)
+  the stack      per outer fold (one book held out), everything else is chosen on the other 14
+                 books only, from their inner held-out scores (pagerag.train.stack): the L2 prior
+                 and the weighting of example kinds of the sufficiency model, then the operating
+                 point (target CWARs of the gate and of the sufficiency model, the span margin of
+                 the extractive answer); the held-out book is then decided with it. The figures
+                 reported are these outer folds', so no threshold saw the book it is scored on.
+`--write` does the same choice on all 15 books and writes pagerag/confidence/book_rcs.json and
+pagerag/generate/models/sufficiency.json.
 """
 from __future__ import annotations
 
@@ -26,29 +33,31 @@ from ..confidence.features import PAPER_FEATURES
 from ..confidence.metrics import auc_ac, brier, ece
 from .books import TRAIN_BOOKS
 from .features import read_tables
-from .policy import Operating, by_kind, replay, scores
-from .stack import Config, Example, Level1, Stack, fit_logistic_model, load_examples, rcs_data, sentence_positive
+from .policy import Operating, Outcome, by_kind, replay, scores
+from .reader_scores import read_scores
+from .stack import Config, Example, Stack, load_examples
 
 PACKAGE = Path(__file__).resolve().parent.parent
 RCS_EXTRAS = ("bm25_rel_margin", "bm25_lift", "bm25_dense_agree", "q_mentions", "mention_cov", "mention_head_cov",
               "mention_hits", "mention_head_hits", "top1_links", "linked_share", "bridge_in_evidence", "bridge_margin",
               "bridge_head_hit", "evidence_redundancy", "qword_cov", "n_linked", "path_found")
 PRIORS = (1.0, 3.0, 10.0, 30.0)
-RANKER_LABELS = ("answer|evidence", "answer", "lenient")
-SUFF_CWARS = (0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35)
-GATE_CWARS = (0.3, 0.4, 0.5, 0.6)  # the gate always runs (rcs_gate = auto); "no gate" is an ablation
-SUFF_LABELS = ("suff", "answer_retrieved")
-# Feature groups whose worth is measured by leaving them out (the old hand-written rule's signals
-# among them: names found, attribute words covered, a candidate of the asked type).
+WEIGHTINGS = ("none", "kinds")
+SUFF_CWARS = (0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35, 0.4)
+GATE_CWARS = (None, 0.4, 0.5, 0.6)
+SPAN_MARGINS = (float("-inf"), 0.0, 2.0, 4.0, 6.0, float("inf"))  # -inf: always the span; inf: always the sentence
+HELD_OUT_P = "held_out_p.jsonl"
+TARGET_REFUSAL = 0.85  # the issue's target for correct refusal, on each kind of negative
+# Feature groups whose worth is measured by leaving them out (held-out AUC of P(sufficient)).
 ABLATIONS = {
-    "rule signals (names_evidence, attr_span, top_names, top_attr)": ("names_evidence", "attr_span", "top_names", "top_attr"),
-    "answer-type signals (typed, top_cand, cand_top3)": ("typed", "top_cand", "cand_top3"),
+    "reader (read_*)": ("read_top", "read_second", "read_margin", "read_best_margin", "read_mass", "read_count"),
+    "reader span (read_margin, read_best_margin)": ("read_margin", "read_best_margin"),
     "rcs": ("rcs",),
-    "dense (top_dense, max_dense)": ("top_dense", "max_dense"),
+    "lexical and dense (max_dense, max_lex, names_evidence, attr_span)": ("max_dense", "max_lex", "names_evidence",
+                                                                          "attr_span"),
     "graph (graph_paths, best_path, community_match, graph_only_share)": ("graph_paths", "best_path", "community_match",
                                                                           "graph_only_share"),
 }
-RANKER_ABLATIONS = {"answer-type candidates (cand, cand_miss)": ("cand", "cand_miss")}
 
 
 def books_of(examples: Sequence[Example]) -> list[str]:
@@ -59,25 +68,32 @@ def books_of(examples: Sequence[Example]) -> list[str]:
 # RCS
 
 
-def lobo_rcs(examples: Sequence[Example], names: Sequence[str], prior: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Held-out RCS scores (each book from a model fitted on the others), labels, books."""
-    s, y, g = [], [], []
-    for b in books_of(examples):
-        X, labels = rcs_data([e for e in examples if e.book != b], names)
-        model = fit_logistic_model(X, labels, names, prior)
-        Xb, yb = rcs_data([e for e in examples if e.book == b], names)
-        if yb.size:
-            s.append(model.score_matrix(Xb))
-            y.append(yb)
-            g += [b] * yb.size
-    return np.concatenate(s), np.concatenate(y), np.array(g)
+def rcs_matrix(examples: Sequence[Example], names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows = [e for e in examples if e.variants["default"].labels["rcs"] is not None]
+    X = np.array([[e.variants["default"].rcs[n] for n in names] for e in rows], dtype=np.float64)
+    y = np.array([e.variants["default"].labels["rcs"] for e in rows], dtype=np.int64)
+    return X, y, np.array([e.book for e in rows])
+
+
+def lobo_scores(X: np.ndarray, y: np.ndarray, groups: np.ndarray, prior: float, weights=None) -> np.ndarray:
+    """Held-out P(y=1) of every row, each book scored by a model fitted on the others
+    (scikit-learn: z-scoring + logistic regression with C = 1/prior, leave one book out)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import LeaveOneGroupOut, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(StandardScaler(), LogisticRegression(C=1.0 / prior, tol=1e-8, max_iter=1000))
+    params = {"logisticregression__sample_weight": weights} if weights is not None else None
+    return cross_val_predict(model, X, y, groups=groups, cv=LeaveOneGroupOut(), method="predict_proba",
+                             params=params)[:, 1]
 
 
 def select_rcs(examples: Sequence[Example], log) -> tuple[list[str], float, dict]:
     """phi1-phi9 always; extras dropped one at a time while held-out AUC-AC does not fall."""
     def score(names, prior):
-        s, y, _ = lobo_rcs(examples, names, prior)
-        return auc_ac(s, y)
+        X, y, g = rcs_matrix(examples, names)
+        return auc_ac(lobo_scores(X, y, g, prior), y)
 
     names = list(PAPER_FEATURES) + [f for f in RCS_EXTRAS if f in examples[0].variants["default"].rcs]
     prior = max(PRIORS, key=lambda p: score(names, p))
@@ -100,221 +116,192 @@ def select_rcs(examples: Sequence[Example], log) -> tuple[list[str], float, dict
 
 def rcs_report(examples: Sequence[Example], names: Sequence[str], prior: float) -> dict:
     """Held-out AUC-AC / ECE / Brier of the RCS and of the paper's single-score baselines."""
-    s, y, g = lobo_rcs(examples, names, prior)
-    s9, _, _ = lobo_rcs(examples, PAPER_FEATURES, prior)
-    X, _ = rcs_data(examples, ["hop1_max", "hop1_entropy", "query_len", "hop1_margin", "hop1_lift"])
-    rows = {"RCS": s, "RCS (phi1-phi9 only)": s9, "max-score": X[:, 0], "entropy": 1 - X[:, 1],
-            "query-len-inv": 1 / (1 + X[:, 2] / 20), "margin": X[:, 3], "lift": X[:, 4]}
+    X, y, g = rcs_matrix(examples, names)
+    s = lobo_scores(X, y, g, prior)
+    X9, _, _ = rcs_matrix(examples, PAPER_FEATURES)
+    s9 = lobo_scores(X9, y, g, prior)
+    B, _, _ = rcs_matrix(examples, ["hop1_max", "hop1_entropy", "query_len", "hop1_margin", "hop1_lift"])
+    rows = {"RCS": s, "RCS (phi1-phi9 only)": s9, "max-score": B[:, 0], "entropy": 1 - B[:, 1],
+            "query-len-inv": 1 / (1 + B[:, 2] / 20), "margin": B[:, 3], "lift": B[:, 4]}
     out = {name: {"auc_ac": auc_ac(v, y)} for name, v in rows.items()}
     for name in ("RCS", "RCS (phi1-phi9 only)"):
         out[name].update(ece=ece(rows[name], y), brier=brier(rows[name], y))
-    out["oracle"] = {"auc_ac": auc_ac(y, y)}
+    out["oracle"] = {"auc_ac": auc_ac(y.astype(float), y)}
     out["base_rate"] = float(y.mean())
-    out["per_book"] = {b: {"n": int((g == b).sum()), "auc_ac": auc_ac(s[g == b], y[g == b])} for b in sorted(set(g))}
+    out["n"] = int(y.size)
     return out
 
 
 # --------------------------------------------------------------------------------------------
-# Ranker
+# Operating points
 
 
-def lobo_ranker(examples: Sequence[Example], cfg: Config) -> dict:
-    """Held-out top-1 quality of the ranker: on answerable examples whose retrieval holds the
-    evidence, the share whose best sentence is a positive, and whose quote is leniently right."""
-    hit, lenient, n = 0, 0, 0
-    for b in books_of(examples):
-        level1 = Level1.fit([e for e in examples if e.book != b], cfg)
-        for e in examples:
-            v = e.variants["default"]
-            if e.book != b or e.kind != "answerable" or v.labels["suff"] != 1 or not len(v.sents):
-                continue
-            order, _ = level1.ranked(v)
-            hit += int(sentence_positive(v.sent_labels[order[:1]], "answer|evidence")[0])
-            lenient += int(v.sent_labels[order[0], 4])
-            n += 1
-    return {"n": n, "top1_positive": hit / max(n, 1), "top1_lenient": lenient / max(n, 1)}
+def operating_points() -> list[Operating]:
+    return [Operating(g, c, True, m) for g in GATE_CWARS for c in SUFF_CWARS for m in SPAN_MARGINS]
 
 
-# --------------------------------------------------------------------------------------------
-# The stack and the policy
+def criterion(outcomes: Sequence[Outcome]) -> dict:
+    """The scores an operating point is chosen by: correct refusal of each kind of negative
+    (written and synthetic apart), and BBS with their mean as the refusal rate."""
+    s = scores(outcomes)
+    groups = {"written": [o for o in outcomes if o.kind == "written"],
+              "synthetic": [o for o in outcomes if not o.answerable and o.kind != "written"]}
+    refusals = {k: float(np.mean([o.decision == "refused" for o in v])) for k, v in groups.items() if v}
+    ref = float(np.mean(list(refusals.values()))) if refusals else float("nan")
+    bbs = 2 * s["lenient"] * ref / (s["lenient"] + ref) if s["lenient"] + ref > 0 else 0.0
+    return {**s, "refusal_by_group": refusals, "min_refusal": min(refusals.values(), default=float("nan")),
+            "balanced_refusal": ref, "balanced_bbs": bbs}
 
 
-def lobo_stack(examples: Sequence[Example], cfg: Config, ops: Sequence[Operating]) -> dict:
-    """Per operating point: the policy replayed on each book with a stack fitted on the others."""
-    outcomes: dict[int, list] = {i: [] for i in range(len(ops))}
-    suff_held, suff_y = [], []
-    for b in books_of(examples):
-        stack = Stack.fit([e for e in examples if e.book != b], cfg)
-        held = [e for e in examples if e.book == b]
-        for i, op in enumerate(ops):
-            outcomes[i] += replay(stack, held, op)
-        for e in held:
-            if e.variants["default"].labels["suff"] is not None and (not cfg.llm or e.p_yes is not None):
-                suff_held.append(stack.suff_score(e, "default"))
-                suff_y.append(e.variants["default"].labels["suff"])
-    s, y = np.array(suff_held), np.array(suff_y, dtype=np.float64)
-    return {"outcomes": outcomes, "suff": {"n": int(y.size), "auc_ac": auc_ac(s, y), "ece": ece(s, y), "brier": brier(s, y),
-                                           "base_rate": float(y.mean())}}
-
-
-TARGET_REFUSAL = 0.85  # the issue's target for correct refusal
-
-
-def choose_operating(results: dict, ops: Sequence[Operating]) -> int:
-    """The operating point to ship: refusing is what the product exists for, so among the points
-    whose held-out correct refusal reaches TARGET_REFUSAL, the best BBS (the most right answers
-    for that caution); when none reaches it, the highest correct refusal."""
-    table = [scores(results["outcomes"][i]) for i in range(len(ops))]
-    ok = [i for i, t in enumerate(table) if t["correct_refusal"] >= TARGET_REFUSAL]
+def choose(examples: Sequence[Example], stack: Stack, ops: Sequence[Operating]) -> tuple[Operating, dict]:
+    """The operating point to ship, chosen on the stack's own held-out scores: refusing is what
+    the product exists for, so among the points whose held-out correct refusal reaches
+    TARGET_REFUSAL on each kind of negative, the best BBS; when none does, the highest refusal."""
+    table = []
+    for op in ops:
+        tau_gate = stack.rcs.tau_for(op.gate_cwar) if op.gate_cwar is not None else None
+        table.append(criterion(replay(examples, stack.held_out, tau_gate, stack.suff.tau_for(op.suff_cwar), op)))
+    ok = [i for i, t in enumerate(table) if t["min_refusal"] >= TARGET_REFUSAL]
     if ok:
-        return max(ok, key=lambda i: (table[i]["bbs"], -table[i]["false_refusal"]))
-    return max(range(len(ops)), key=lambda i: (table[i]["correct_refusal"], table[i]["bbs"]))
+        pick = max(ok, key=lambda i: (table[i]["balanced_bbs"], -table[i]["false_refusal"]))
+    else:
+        pick = max(range(len(ops)), key=lambda i: (table[i]["min_refusal"], table[i]["balanced_bbs"]))
+    return ops[pick], table[pick]
 
 
-def per_fold(outcomes) -> dict:
-    books = sorted({o.book for o in outcomes})
-    return {b: scores([o for o in outcomes if o.book == b]) for b in books}
+def fit_chosen(examples: Sequence[Example], cfg: Config, log=None) -> tuple[Stack, Operating, dict]:
+    """The stack whose prior and weighting give the best held-out AUC of P(sufficient) on these
+    examples, and its operating point (everything from `examples` alone)."""
+    best = None
+    for prior in PRIORS:
+        for how in WEIGHTINGS:
+            trial = replace(cfg, suff_prior=prior, weighting=how)
+            stack = Stack.fit(examples, trial)
+            auc = suff_auc(examples, stack.held_out)
+            if best is None or auc > best[0]:
+                best = (auc, stack)
+    stack = best[1]
+    op, table = choose(examples, stack, operating_points())
+    if log:
+        log(f"  chose prior {stack.cfg.suff_prior} weighting {stack.cfg.weighting} (held-out AUC {best[0]:.4f}), {op}")
+    return stack, op, {"auc": best[0], **table}
+
+
+def suff_auc(examples: Sequence[Example], held: dict) -> float:
+    """AUC of P(sufficient) on the default retrieval: answerable questions whose evidence was
+    retrieved against every unanswerable one."""
+    from sklearn.metrics import roc_auc_score
+
+    pos = [held[(e.id, "default")][1] for e in examples if e.answerable and e.variants["default"].labels["suff"] == 1]
+    neg = [held[(e.id, "default")][1] for e in examples if not e.answerable]
+    return float(roc_auc_score([1] * len(pos) + [0] * len(neg), pos + neg))
+
+
+def nested(examples: Sequence[Example], cfg: Config, log) -> dict:
+    """Nested leave-one-book-out: each book decided by models, priors and operating points chosen
+    on the other 14 books only."""
+    from sklearn.model_selection import LeaveOneGroupOut
+
+    groups = np.array([e.book for e in examples])
+    outcomes: list[Outcome] = []
+    chosen = {}
+    held_scores = {}
+    for train, test in LeaveOneGroupOut().split(groups, groups=groups):
+        inner = [examples[i] for i in train]
+        held = [examples[i] for i in test]
+        book = held[0].book
+        log(f"outer fold {book}:")
+        stack, op, _ = fit_chosen(inner, cfg, log)
+        applied = stack.apply(held)
+        tau_gate = stack.rcs.tau_for(op.gate_cwar) if op.gate_cwar is not None else None
+        outcomes += replay(held, applied, tau_gate, stack.suff.tau_for(op.suff_cwar), op)
+        chosen[book] = {**asdict(op), "suff_prior": stack.cfg.suff_prior, "weighting": stack.cfg.weighting}
+        held_scores.update(applied)
+    from sklearn.metrics import roc_auc_score
+
+    ans = [e for e in examples if e.answerable]
+    neg = [e for e in examples if not e.answerable]
+    p = {e.id: held_scores[(e.id, "default")][1] for e in examples}
+    return {"all": criterion(outcomes), "by_kind": by_kind(outcomes), "held_out_p": p,
+            "by_set": {name: criterion([o for o in outcomes if o.question_set == name]) for name in ("written", "graphrag")},
+            "per_book": {b: scores([o for o in outcomes if o.book == b]) for b in books_of(examples)},
+            "p_auc_all": float(roc_auc_score([1] * len(ans) + [0] * len(neg), [p[e.id] for e in ans + neg])),
+            "chosen_per_fold": chosen, "outcomes": [asdict(o) for o in outcomes]}
+
+
+def ablations(examples: Sequence[Example], cfg: Config) -> dict:
+    out = {}
+    for name, drop in ABLATIONS.items():
+        trial = replace(cfg, sufficiency_features=[f for f in cfg.sufficiency_features if f not in drop])
+        out[name] = suff_auc(examples, Stack.fit(examples, trial).held_out)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
 # Writing the models
 
 
-def write_models(stack: Stack, op: Operating, report: dict, llm: bool) -> list[Path]:
+def write_models(stack: Stack, op: Operating, report: dict) -> list[Path]:
     from ..confidence.model import BOOK_MODEL_PATH
 
     models = PACKAGE / "generate" / "models"
     models.mkdir(exist_ok=True)
     note = {"books": list(TRAIN_BOOKS), "fitted_by": "python -m pagerag.train.fit", "config": asdict(stack.cfg)}
-    stack.level1.rcs.training, stack.level1.rcs.target_cwar = {**note, "label": "every evidence statement retrieved"}, op.gate_cwar or 0.0
-    stack.level1.rcs.tau = stack.level1.rcs.tau_for(op.gate_cwar)
-    stack.level1.ranker.training = {**note, "label": stack.cfg.ranker_label}
-    stack.suff.training = {**note, "label": "the retrieved evidence supports an answer", "operating": asdict(op)}
+    stack.rcs.training, stack.rcs.target_cwar = {**note, "label": "every evidence statement retrieved"}, op.gate_cwar or 0.0
+    stack.rcs.tau = stack.rcs.tau_for(op.gate_cwar) if op.gate_cwar is not None else 0.0
+    stack.suff.training = {**note, "label": "the retrieved evidence supports an answer",
+                           "operating": {**asdict(op), "span_margin": _finite(op.span_margin)}}
     stack.suff.target_cwar = op.suff_cwar
     stack.suff.tau = stack.suff.tau_for(op.suff_cwar)
-    stack.suff.metrics = report.get("sufficiency", {})
-    paths = []
-    if not llm:
-        paths += [stack.level1.rcs.save(BOOK_MODEL_PATH), stack.level1.ranker.save(models / "ranker.json")]
-    paths.append(stack.suff.save(models / ("sufficiency_llm.json" if llm else "sufficiency.json")))
-    return paths
+    stack.suff.metrics = {k: v for k, v in report.items() if k in ("nested", "held_out_auc")}
+    return [stack.rcs.save(BOOK_MODEL_PATH), stack.suff.save(models / "sufficiency.json")]
 
 
-def load_p_yes(path: Path) -> dict[str, float]:
-    rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-    return {r["id"]: float(r["p_yes"]) for r in rows if r.get("p_yes") is not None}
+def _finite(x: float) -> float | str:
+    return x if np.isfinite(x) else ("inf" if x > 0 else "-inf")
 
 
-def run(features: Path, report_path: Path, write: bool, p_yes: Path | None, log) -> dict:
-    examples = load_examples(read_tables(features, list(TRAIN_BOOKS)))  # test books' tables are never read
+def run(features: Path, reads: Path, report_path: Path, write: bool, log) -> dict:
+    books = list(TRAIN_BOOKS)
+    examples = load_examples(read_tables(features, books), read_scores(reads, books))  # test books never read
     log(f"{len(examples)} examples from {len(books_of(examples))} books")
     report: dict = {}
-    # 1. the book RCS: features and prior
     names, rcs_prior, trail = select_rcs(examples, log)
     report["rcs_selection"] = {"kept": names, "prior": rcs_prior, "trail": trail}
     report["rcs"] = rcs_report(examples, names, rcs_prior)
-    log(f"rcs: {json.dumps({k: v for k, v in report['rcs'].items() if k != 'per_book'}, default=float)}")
+    log(f"rcs: {json.dumps(report['rcs'], default=float)}")
     cfg = Config(rcs_features=names, rcs_prior=rcs_prior)
-    # 2. the ranker: label and prior, then what its answer-type features are worth
-    ranker = {f"{label} prior {p}": lobo_ranker(examples, replace(cfg, ranker_label=label, ranker_prior=p))
-              for label in RANKER_LABELS for p in (1.0, 10.0)}
-    best = max(ranker, key=lambda k: (ranker[k]["top1_lenient"], ranker[k]["top1_positive"]))
-    label, prior = best.split(" prior ")
-    cfg = replace(cfg, ranker_label=label, ranker_prior=float(prior))
-    report["ranker"] = ranker
-    report["ranker_ablations"] = {name: lobo_ranker(examples, replace(cfg, sentence_features=[
-        f for f in cfg.sentence_features if f not in drop])) for name, drop in RANKER_ABLATIONS.items()}
-    log(f"ranker: chose {best}: {ranker[best]}; ablations {report['ranker_ablations']}")
-    # 3. the sufficiency model: fitting label and prior, by held-out AUC-AC
-    probe = [Operating(None, 0.2)]
-    trials = {(lab, p): lobo_stack(examples, replace(cfg, suff_label=lab, suff_prior=p), probe)["suff"]
-              for lab in SUFF_LABELS for p in PRIORS}
-    lab, prior = max(trials, key=lambda k: trials[k]["auc_ac"])
-    cfg = replace(cfg, suff_label=lab, suff_prior=prior)
-    report["sufficiency_selection"] = {f"{k[0]} prior {k[1]}": v for k, v in trials.items()}
-    log(f"sufficiency: chose label {lab} prior {prior}: {trials[(lab, prior)]}")
-    # 4. operating points (target CWARs of gate and sufficiency, quote extension)
-    ops = [Operating(g, c, True, ext) for g in GATE_CWARS for c in SUFF_CWARS for ext in (True, False)]
-    results = lobo_stack(examples, cfg, ops)
-    pick = choose_operating(results, ops)
-    op = ops[pick]
-    report["operating_points"] = [{**asdict(o), **scores(results["outcomes"][i])} for i, o in enumerate(ops)]
-    report["chosen"] = {**asdict(op), **scores(results["outcomes"][pick]), "by_kind": by_kind(results["outcomes"][pick]),
-                        "per_book": per_fold(results["outcomes"][pick])}
-    report["sufficiency"] = results["suff"]
-    report["config"] = asdict(cfg)
-    log(f"chosen {op}: {json.dumps(scores(results['outcomes'][pick]))}")
-    # 5. what each feature group is worth at that operating point
-    report["ablations"] = {}
-    for name, drop in ABLATIONS.items():
-        trial = lobo_stack(examples, replace(cfg, sufficiency_features=[f for f in cfg.sufficiency_features
-                                                                         if f not in drop]), [op])
-        report["ablations"][name] = {**trial["suff"], **scores(trial["outcomes"][0])}
-        log(f"without {name}: {json.dumps(report['ablations'][name], default=float)}")
-    report["ablations"]["no gate (same sufficiency target)"] = scores(lobo_stack(examples, cfg, [replace(op, gate_cwar=None)])["outcomes"][0])
-    report["ablations"]["no escalation"] = scores(lobo_stack(examples, cfg, [replace(op, escalate=False)])["outcomes"][0])
+    result = nested(examples, cfg, log)
+    report["nested"] = {k: v for k, v in result.items() if k not in ("outcomes", "held_out_p")}
+    log(f"nested: {json.dumps(report['nested']['all'], default=float)}")
+    stack, op, table = fit_chosen(examples, cfg, log)
+    report["final"] = {"config": asdict(stack.cfg), "operating": {**asdict(op), "span_margin": _finite(op.span_margin)},
+                       "held_out": table}
+    report["held_out_auc"] = table["auc"]
+    report["ablations"] = ablations(examples, stack.cfg)
+    log(f"ablations (held-out AUC of P(sufficient)): {report['ablations']}")
     if write:
-        stack = Stack.fit(examples, cfg)
-        for path in write_models(stack, op, report, llm=False):
+        for path in write_models(stack, op, report):
             log(f"wrote {path}")
-    if p_yes is not None:
-        report["llm"] = fit_llm(examples, cfg, op, p_yes, write, log)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=1, default=float) + "\n", encoding="utf-8")
+    (report_path.parent / "nested_outcomes.jsonl").write_text(
+        "".join(json.dumps(o) + "\n" for o in result["outcomes"]), encoding="utf-8")
+    # each training example's P(sufficient) from models that never saw its book: what the LLM
+    # calibration sample is made with (pagerag.train.calibration_sample)
+    (report_path.parent / HELD_OUT_P).write_text(
+        "".join(json.dumps({"id": i, "p": p}) + "\n" for i, p in sorted(result["held_out_p"].items())), encoding="utf-8")
     return report
-
-
-def fit_llm(examples: Sequence[Example], cfg: Config, op: Operating, p_yes: Path, write: bool, log) -> dict:
-    """The sufficiency model with the LLM's P(yes), on the examples where it was measured: held-out
-    by book against the no-LLM model on the same examples, then (with write) fitted on all."""
-    values = load_p_yes(p_yes)
-    for e in examples:
-        e.p_yes = values.get(e.id)
-    measured = [e for e in examples if e.p_yes is not None]
-    out = {"n": len(measured)}
-    llm_cfg = replace(cfg, llm=True)
-    for name, c in (("without P(yes)", cfg), ("with P(yes)", llm_cfg)):
-        # level 1 from every example, the sufficiency model and its curve from the measured ones
-        trial = lobo_stack_llm(examples, c)
-        out[name] = trial
-        log(f"llm sample, {name}: {json.dumps(trial, default=float)}")
-    if write:
-        stack = Stack.fit(examples, llm_cfg)
-        for path in write_models(stack, op, {"sufficiency": out["with P(yes)"]}, llm=True):
-            log(f"wrote {path}")
-    return out
-
-
-def lobo_stack_llm(examples: Sequence[Example], cfg: Config) -> dict:
-    """Held-out sufficiency scores on the P(yes) sample: AUC-AC, ECE, and the refusal rates at the
-    threshold each fold's own curve gives for each target CWAR."""
-    measured = [e for e in examples if e.p_yes is not None]
-    rows = []
-    for b in books_of(measured):
-        stack = Stack.fit([e for e in examples if e.book != b], replace(cfg, llm=True) if cfg.llm else cfg)
-        for e in measured:
-            if e.book == b:
-                p = stack.suff_score(e, "default")
-                rows.append((p, e.variants["default"].labels["suff"], e.kind == "answerable",
-                             {c: p >= stack.suff.tau_for(c) for c in SUFF_CWARS}))
-    labelled = [(p, y) for p, y, _, _ in rows if y is not None]
-    s, y = np.array([r[0] for r in labelled]), np.array([r[1] for r in labelled], dtype=np.float64)
-    rates = {}
-    for c in SUFF_CWARS:
-        ans = [r[3][c] for r in rows if r[2]]
-        neg = [r[3][c] for r in rows if not r[2]]
-        rates[str(c)] = {"correct_refusal": 1 - float(np.mean(neg)), "false_refusal": 1 - float(np.mean(ans))}
-    return {"auc_ac": auc_ac(s, y), "ece": ece(s, y), "brier": brier(s, y), "n": int(y.size), "by_target": rates}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pagerag.train.fit", description=__doc__.split("\n")[0])
     ap.add_argument("--features", required=True, help="Folder of the training books' feature tables.")
+    ap.add_argument("--reads", required=True, help="Folder of the reader's scores on them (pagerag.train.reader_scores).")
     ap.add_argument("--report", required=True, help="Where to write the cross-validation report (JSON).")
-    ap.add_argument("--p-yes", default="", help="JSONL of {id, p_yes} (python -m pagerag.train.llm_features).")
     ap.add_argument("--write", action="store_true", help="Fit on all training books and write the packaged models.")
     args = ap.parse_args(argv)
-    run(Path(args.features), Path(args.report), args.write, Path(args.p_yes) if args.p_yes else None,
+    run(Path(args.features), Path(args.reads), Path(args.report), args.write,
         log=lambda m: print(m, file=sys.stderr, flush=True))
     return 0
 

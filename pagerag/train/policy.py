@@ -3,7 +3,8 @@
     gate      RCS of the default retrieval < tau_gate -> widen once (the `widened` variant);
               still below -> refuse (low_retrieval_confidence)
     sufficiency  P(sufficient) < tau -> refuse (insufficient_evidence)
-    answer    the ranker's best sentence, quoted (extended when very short)
+    answer    the reader's best sentence: its answer span when the span's margin reaches
+              `span_margin`, else the sentence quoted (extended when very short)
 This is generate/decide.py's order with the same features and models; what it cannot replay
 (an LLM's answer) is measured by running `ask` itself (benchmarks/book_qa.py).
 """
@@ -15,20 +16,20 @@ from typing import Sequence
 import numpy as np
 
 from .features import SENT_LABELS
-from .stack import Example, Stack
+from .stack import Example, Scores
 
-LENIENT, STRICT = SENT_LABELS.index("lenient"), SENT_LABELS.index("strict")
-LENIENT_EXT, STRICT_EXT = SENT_LABELS.index("lenient_ext"), SENT_LABELS.index("strict_ext")
+STRICT_EXT, LENIENT_EXT = SENT_LABELS.index("strict_ext"), SENT_LABELS.index("lenient_ext")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Operating:
-    """An operating point: target CWARs of the gate and of the sufficiency model."""
+    """An operating point: target CWARs of the gate and of the sufficiency model, and the span
+    margin above which the extractive answer is the reader's span rather than its sentence."""
 
     gate_cwar: float | None  # None: no gate
     suff_cwar: float
     escalate: bool = True
-    extend_short: bool = True
+    span_margin: float = 0.0
 
 
 @dataclass
@@ -43,39 +44,47 @@ class Outcome:
     lenient: bool
     rcs: float
     p: float | None
+    question_set: str = ""  # written | graphrag
 
 
-def replay(stack: Stack, examples: Sequence[Example], op: Operating) -> list[Outcome]:
-    tau_gate = stack.level1.rcs.tau_for(op.gate_cwar) if op.gate_cwar is not None else None
-    tau = stack.suff.tau_for(op.suff_cwar)
-    return [_one(stack, e, tau_gate, tau, op) for e in examples]
+def replay(examples: Sequence[Example], scores: Scores, tau_gate: float | None, tau: float, op: Operating) -> list[Outcome]:
+    """Each example decided with the given scores and thresholds."""
+    return [_one(e, scores, tau_gate, tau, op) for e in examples]
 
 
-def _one(stack: Stack, e: Example, tau_gate: float | None, tau: float, op: Operating) -> Outcome:
+def _one(e: Example, scores: Scores, tau_gate: float | None, tau: float, op: Operating) -> Outcome:
     variant = "default"
-    rcs = stack.level1.rcs_score(e.variants[variant])
-    answerable = e.kind == "answerable"
+    rcs, p = scores[(e.id, variant)]
 
     def out(decision: str, reason: str | None, strict=False, lenient=False, p=None) -> Outcome:
-        return Outcome(e.id, e.book, e.kind, answerable, decision, reason, bool(strict), bool(lenient), rcs, p)
+        return Outcome(e.id, e.book, e.kind, e.answerable, decision, reason, bool(strict), bool(lenient), rcs, p,
+                       e.question_set)
 
     if tau_gate is not None and rcs < tau_gate:
         if not op.escalate:
             return out("refused", "low_retrieval_confidence")
         variant = "widened"
-        rcs = stack.level1.rcs_score(e.variants[variant])
+        rcs, p = scores[(e.id, variant)]
         if rcs < tau_gate:
             return out("refused", "low_retrieval_confidence")
-    p = stack.suff_score(e, variant)
     if p < tau:
         return out("refused", "insufficient_evidence", p=p)
-    v = e.variants[variant]
-    order, _ = stack.level1.ranked(v)
-    if not len(order):
+    strict, lenient = answer_quality(e, variant, op.span_margin)
+    if strict is None:
         return out("refused", "unsupported_answer", p=p)
-    labels = v.sent_labels[order[0]]
-    cols = (STRICT_EXT, LENIENT_EXT) if op.extend_short else (STRICT, LENIENT)
-    return out("answered", None, labels[cols[0]] and answerable, labels[cols[1]] and answerable, p)
+    return out("answered", None, strict and e.answerable, lenient and e.answerable, p)
+
+
+def answer_quality(e: Example, variant: str, span_margin: float) -> tuple[bool | None, bool | None]:
+    """(strict, lenient) of the extractive answer: the reader's best sentence, as its span or quoted."""
+    v = e.variants[variant]
+    p = v.reads["p"]
+    if not p.size:
+        return None, None
+    best = int(np.argmax(p))
+    if v.reads["margin"][best] >= span_margin:
+        return bool(v.reads["span_strict"][best]), bool(v.reads["span_lenient"][best])
+    return bool(v.sent_labels[best, STRICT_EXT]), bool(v.sent_labels[best, LENIENT_EXT])
 
 
 def scores(outcomes: Sequence[Outcome]) -> dict[str, float]:
@@ -93,6 +102,6 @@ def scores(outcomes: Sequence[Outcome]) -> dict[str, float]:
 
 
 def by_kind(outcomes: Sequence[Outcome]) -> dict[str, float]:
-    """Refusal rate per example kind (answerable / masked / swapped)."""
+    """Refusal rate per example kind (answerable / masked / swapped / borrowed / written)."""
     kinds = sorted({o.kind for o in outcomes})
     return {k: float(np.mean([o.decision == "refused" for o in outcomes if o.kind == k])) for k in kinds}
