@@ -1,13 +1,15 @@
 """Book QA with learned, calibrated answer-or-refuse decisions, on books the models never saw.
 
-    python benchmarks/book_qa.py --features /work/features --corpus /work/corpus/book_corpus.jsonl \\
-        --repos /work/repos --out book-qa-out                         # lobo + test + dev, extractive
+    python benchmarks/book_qa.py --features /work/features --reads /work/features/reader \\
+        --corpus /work/corpus/book_corpus.jsonl --repos /work/repos --out book-qa-out   # lobo + test + dev, extractive
     PAGERAG_LLM__GGUF=$(../shared/tools/local-llm) python benchmarks/book_qa.py ... --stages llm
 
 Stages (`--stages`, comma-separated; results.jsonl in --out is appended as it goes and a re-run
 skips what is there, so an interrupted run resumes):
-  lobo  leave-books-out on the 15 training books, from their feature tables: each book decided by
-        models fitted on the other 14 (pagerag.train.fit), replaying the packaged operating point
+  lobo  nested leave-books-out on the 15 training books (their GraphRAG-Bench corpus examples and
+        their written question sets), from the feature tables and the reader's held-out scores:
+        each book decided by models, priors and an operating point chosen on the other 14 only
+        (pagerag.train.fit.nested)
   test  the five test books: every test-split corpus example (answerable, masked with its
         evidence hidden, swapped) through `ask` (extractive); the RCS against the paper's
         baselines from the test books' feature tables (`python -m pagerag.train.features --split test`)
@@ -24,7 +26,9 @@ skips what is there, so an interrupted run resumes):
 Nothing here fits or chooses anything: the test books and DEV sets are only run, once, to report.
 Scores: correct refusal (unanswerable refused, any reason), false refusal (answerable refused),
 strict (the gold answer inside the answer) and lenient (token recall >= 0.5) accuracy over the
-answerable, BBS = 2 * lenient * refusal / (lenient + refusal); latency medians per stage.
+answerable, BBS = 2 * lenient * refusal / (lenient + refusal); the AUC of P(sufficient) and the
+reader's AUC (its best sentence's P on the default retrieval, answerable vs unanswerable);
+latency medians per stage.
 """
 from __future__ import annotations
 
@@ -67,6 +71,17 @@ class Results:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def reader_best(rag, question: str, exclude=None) -> float:
+    """The reader's best P over the default retrieval's sentences (whatever the gate says)."""
+    from pagerag.generate.sentences import read_evidence, read_sentences
+    from pagerag.read import packaged_reader
+
+    r = rag.retrieve(question, exclude=exclude)
+    reading = read_evidence(r.question, r.evidence, rag.state, rag.settings.embed.model, rag.encode)
+    ranked = read_sentences(r.question, reading.sentences, rag.state, packaged_reader())
+    return ranked[0].prob if ranked else 0.0
+
+
 def scored(system: str, set_name: str, qid: str, kind: str, golds: list[str], answer, started: float) -> dict:
     from pagerag.evaluate.scoring import lenient_by_recall, strict_match
 
@@ -76,6 +91,7 @@ def scored(system: str, set_name: str, qid: str, kind: str, golds: list[str], an
             "decision": answer.decision, "reason": answer.reason, "answer": answer.answer[:400],
             "strict": bool(ok and strict_match(answer.answer, golds)), "lenient": bool(ok and lenient_by_recall(answer.answer, golds)),
             "rcs": answer.rcs, "tau": answer.tau, "p": answer.verdict.score if answer.verdict else None,
+            "reader_p": (answer.reader or {}).get("p"),
             "latency_ms": answer.latency_ms, "tokens": answer.prompt_tokens, "wall_ms": round((time.perf_counter() - started) * 1000, 1)}
 
 
@@ -96,16 +112,18 @@ def summary(rows: list[dict]) -> dict:
         for stage, ms in (r.get("latency_ms") or {}).items():
             stages[stage].append(ms)
     return {"n": len(rows), "answerable": len(ans), "unanswerable": len(una), "correct_refusal": ref, "false_refusal": fr,
-            "strict": strict, "lenient": lenient, "bbs": bbs, "p_auc": p_auc(rows), "refused_by_kind": by_kind,
+            "strict": strict, "lenient": lenient, "bbs": bbs, "p_auc": p_auc(rows), "reader_auc": p_auc(rows, "reader_best"),
+            "refused_by_kind": by_kind,
             "p_answered_unanswerable": [min(leaked), max(leaked)] if leaked else [], "tokens": statistics.median([r.get("tokens", 0) for r in rows]) if rows else 0,
             "latency_ms": {s: statistics.median(v) for s, v in sorted(stages.items())}}
 
 
-def p_auc(rows: list[dict]) -> float:
-    """How well P(sufficient) separates answerable from unanswerable questions (ROC AUC; a
-    question the gate refused before any P was computed counts as P = 0)."""
-    pos = [r["p"] or 0.0 for r in rows if r["answerable"]]
-    neg = [r["p"] or 0.0 for r in rows if not r["answerable"]]
+def p_auc(rows: list[dict], key: str = "p") -> float:
+    """How well P(sufficient) (or the reader's best P) separates answerable from unanswerable
+    questions (ROC AUC; a question the gate refused before any P was computed counts as P = 0)."""
+    rows = [r for r in rows if key == "p" or r.get(key) is not None]
+    pos = [r.get(key) or 0.0 for r in rows if r["answerable"]]
+    neg = [r.get(key) or 0.0 for r in rows if not r["answerable"]]
     if not pos or not neg:
         return float("nan")
     return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
@@ -115,23 +133,29 @@ def p_auc(rows: list[dict]) -> float:
 # Stages
 
 
-def stage_lobo(features: Path) -> dict:
+def stage_lobo(features: Path, reads: Path) -> dict:
+    """Nested leave-books-out on the training books (pagerag.train.fit.nested), with the packaged
+    model's RCS features, and the held-out reader's AUC."""
     from pagerag.generate.models import SUFFICIENCY, packaged
     from pagerag.train.books import TRAIN_BOOKS
-    from pagerag.train.features import read_tables
-    from pagerag.train.fit import lobo_stack, per_fold, rcs_report
-    from pagerag.train.policy import Operating, by_kind, scores
+    from pagerag.train.features import read_tables, table_sentence_features
+    from pagerag.train.fit import nested, rcs_report
+    from pagerag.train.reader_scores import read_scores
     from pagerag.train.stack import Config, load_examples
 
-    suff = packaged(SUFFICIENCY)
-    cfg = Config(**suff.training["config"])
-    op = Operating(suff.training["operating"]["gate_cwar"], suff.training["operating"]["suff_cwar"],
-                   suff.training["operating"]["escalate"], suff.training["operating"]["extend_short"])
-    examples = load_examples(read_tables(features, list(TRAIN_BOOKS)))
-    result = lobo_stack(examples, cfg, [op])
-    outcomes = result["outcomes"][0]
-    return {"operating": op.__dict__, "all": scores(outcomes), "by_kind": by_kind(outcomes), "per_book": per_fold(outcomes),
-            "sufficiency": result["suff"], "rcs": rcs_report(examples, cfg.rcs_features, cfg.rcs_prior)}
+    config = packaged(SUFFICIENCY).training["config"]
+    cfg = Config(rcs_features=config["rcs_features"], rcs_prior=config["rcs_prior"])
+    books = list(TRAIN_BOOKS)
+    examples = load_examples(read_tables(features, books), read_scores(reads, books), table_sentence_features(features))
+    result = nested(examples, cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
+    readers = {}
+    for name in ("written", "graphrag"):
+        rows = [{"answerable": e.answerable, "reader_best": float(e.variants["default"].reads["p"].max(initial=0.0))}
+                for e in examples if e.question_set == name]
+        readers[name] = p_auc(rows, "reader_best")
+    return {"all": result["all"], "by_kind": result["by_kind"], "by_set": result["by_set"], "per_book": result["per_book"],
+            "chosen_per_fold": result["chosen_per_fold"], "reader_auc": readers, "p_auc": result["p_auc_all"],
+            "rcs": rcs_report(examples, cfg.rcs_features, cfg.rcs_prior)}
 
 
 def test_examples(corpus: Path):
@@ -151,9 +175,10 @@ def stage_test(corpus: Path, repos: Path, results: Results, system: str = "extra
             rags[e.book] = PageRAG(repos / f"{e.book}.rag", llm=llm or "extractive")
         started = time.perf_counter()
         answer = rags[e.book].ask(e.question, exclude=set(e.mask_passage_ids))
-        row = scored(system, e.book, e.id, e.kind, [e.answer], answer, started)
-        if system == "extractive":  # the RCS metrics: its features and the training tables' label
+        row = scored(system, e.book, e.id, e.kind, e.golds, answer, started)
+        if system == "extractive":  # the RCS metrics: its features and the training tables' label; the reader's best P
             row.update(test_rcs_row(rags[e.book], e))
+            row["reader_best"] = reader_best(rags[e.book], e.question, set(e.mask_passage_ids))
         results.add(row)
         if i % 25 == 0:
             print(f"{system} test {i}/{len(todo)}", file=sys.stderr, flush=True)
@@ -203,6 +228,7 @@ def stage_dev(repos: Path, work: Path, results: Results, system: str = "extracti
             answer = rag.ask(q.question)
             row = scored(system, name, q.id, "answerable" if q.answerable else "unanswerable", q.answers, answer, started)
             if system == "extractive":  # the RCS metrics: features and the retrieval-success label
+                row["reader_best"] = reader_best(rag, q.question)
                 retrieval = rag.retrieve(q.question)
                 text = [" ".join(e.text.split()) for e in retrieval.evidence]
                 row["rcs_features"] = retrieval_features(retrieval, rag.state, rag.encode)
@@ -333,19 +359,23 @@ def rcs_dev(results: Results) -> dict:
     return rcs_table(rcs_methods([r["rcs_features"] for r in rows]), [r["rcs_label"] for r in rows]) if rows else {}
 
 
+def num(x) -> str:
+    return "n/a" if x is None or x != x else f"{x:.3f}"
+
+
 def pct(x: float) -> str:
     return "n/a" if x != x else f"{100 * x:.1f}"
 
 
 def print_tables(report: dict) -> None:
     print("| set | system | n | correct refusal | false refusal | strict | lenient | BBS | AUC of P(sufficient) "
-          "| median latency (ms) per stage |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+          "| reader's AUC | median latency (ms) per stage |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for key, s in report["qa"].items():
         lat = ", ".join(f"{k} {v:.0f}" for k, v in s["latency_ms"].items())
-        auc = f"{s['p_auc']:.3f}" if s.get("p_auc", float("nan")) == s.get("p_auc", float("nan")) else "n/a"
         print(f"| {key[0]} | {key[1]} | {s['n']} | {pct(s['correct_refusal'])} | {pct(s['false_refusal'])} | "
-              f"{pct(s['strict'])} | {pct(s['lenient'])} | {pct(s['bbs'])} | {auc} | {lat} |")
+              f"{pct(s['strict'])} | {pct(s['lenient'])} | {pct(s['bbs'])} | {num(s.get('p_auc'))} | "
+              f"{num(s.get('reader_auc'))} | {lat} |")
     print("\nrefused, by example kind (%); P(sufficient) range of the unanswerable questions answered:")
     for key, s in report["qa"].items():
         kinds = ", ".join(f"{k} {pct(v)}" for k, v in s.get("refused_by_kind", {}).items())
@@ -366,6 +396,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--features", type=Path, required=True,
                     help="Feature tables (python -m pagerag.train.features): training books for lobo, test books for the RCS.")
+    ap.add_argument("--reads", type=Path, help="The reader's held-out scores on the tables (pagerag.train.reader_scores), for lobo.")
     ap.add_argument("--corpus", type=Path, required=True)
     ap.add_argument("--repos", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
@@ -384,7 +415,7 @@ def main() -> int:
     if report_path.is_file():
         report = json.loads(report_path.read_text())
     if "lobo" in stages:
-        report["lobo"] = stage_lobo(args.features)
+        report["lobo"] = stage_lobo(args.features, args.reads)
         report["rcs_lobo"] = report["lobo"]["rcs"]
     if "test" in stages:
         stage_test(args.corpus, args.repos, results)
@@ -407,8 +438,12 @@ def main() -> int:
             groups[("test books, no borrowed", r["system"])].append(r)
     report["qa"] = {k: summary(v) for k, v in sorted(groups.items())}
     if "lobo" in report:
-        report["qa"][("training books (leave-books-out)", "extractive")] = {
-            **report["lobo"]["all"], "latency_ms": {}, "refused_by_kind": report["lobo"]["by_kind"]}
+        lobo = report["lobo"]
+        report["qa"][("training books, nested leave-books-out", "extractive")] = {
+            **lobo["all"], "latency_ms": {}, "refused_by_kind": lobo["by_kind"], "p_auc": lobo["p_auc"]}
+        for name, label in (("written", "training books' written sets"), ("graphrag", "training books' GraphRAG-Bench corpus")):
+            report["qa"][(label + ", nested leave-books-out", "extractive")] = {
+                **lobo["by_set"][name], "latency_ms": {}, "reader_auc": lobo["reader_auc"][name]}
     report_path.write_text(json.dumps({**report, "qa": {" / ".join(k): v for k, v in report["qa"].items()}}, indent=1,
                                       default=float) + "\n")
     print_tables(report)

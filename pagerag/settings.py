@@ -230,6 +230,10 @@ class GenerateSettings(_Section):
         "decision for this backend and model, the LLM's P(yes) (one short call) is weighed with the reader by that "
         "model; without a calibration, or with model, the reader's model alone decides."
     )
+    reader: str = Field(
+        "", description="The reader model directory (reader.onnx, tokenizer.json, reader.json with their sha256, as "
+        "`python -m pagerag.train.reader` writes it); empty = the one shipped in the package."
+    )
     span_margin: float | None = Field(
         None, description="Extractive answers: the reader's answer span is the answer when its margin over 'no answer "
         "here' is at least this, else the whole sentence is quoted; empty = the value chosen on the training books "

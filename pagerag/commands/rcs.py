@@ -109,8 +109,11 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
     model_llm = get_llm(load_settings(llm=backend).llm)
     if model_llm is None:
         raise ConfigError(f"--llm {backend}: no such LLM is configured")
+    from ..evaluate.llm_calibration import read_sample
+
+    total = len([r for r in read_sample(CALIBRATION_SAMPLE) if r.get("label") is not None][:limit])
     with StageProgress(enabled=not quiet) as bars:
-        with bars.stage("P(yes)", None) as advance:
+        with bars.stage("P(yes)", total) as advance:
             model, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, target_cwar, progress=lambda i, n: advance(1),
                                           limit=limit)
     path = model.save(llm_decision_path(model_llm))

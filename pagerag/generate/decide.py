@@ -58,7 +58,7 @@ class Session:
         if self.reader is None:
             from ..read import packaged_reader
 
-            self.reader = packaged_reader()
+            self.reader = packaged_reader(self.settings.generate.reader)
         return self.reader
 
     @property

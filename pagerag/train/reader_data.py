@@ -6,10 +6,13 @@ question path retrieved, with its context) and the corpus (pagerag.train.corpus)
 books only:
 
   positives  the retrieved sentences that state a located answer (an answer sentence: the gold
-             answer string or most of its content words, pagerag.train.locate); for an answerable
-             question whose answer no single sentence states (a summary, a paraphrase), its
-             located evidence sentences; and every answer sentence of the book that retrieval
-             missed, read in its place (so the model sees each answer at least once)
+             answer string or, for GraphRAG-Bench, MIN_ANSWER_SCORE of its content words,
+             pagerag.train.locate); for a question of
+             the written sets whose answer no single sentence states (a summary, a relation), the
+             sentences of its verbatim evidence quotes; and every answer sentence of the book that
+             retrieval missed, read in its place (so the model sees each answer at least once). A
+             GraphRAG-Bench question with no located answer sentence gives no pairs: its evidence
+             is paraphrased, so which retrieved sentences state it is not known
   negatives  the other retrieved sentences of an answerable question (hardest first: the most
              question words around them and the closest embedding, above all those naming the
              asked character), leaving out
@@ -32,9 +35,14 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .features import SENT_LABELS, read_tables
+from .stack import WRITTEN_TYPES
 
 NEGATIVES_PER_QUESTION = 10  # the hardest ...
-RANDOM_NEGATIVES = 2  # ... and a few others, so easy sentences are seen too
+RANDOM_NEGATIVES = 2
+# A GraphRAG-Bench answer is a paraphrase, often a sentence long: a sentence holding 60% of its
+# content words (the corpus's answer-sentence rule) is often only about the same thing. The reader
+# learns from the ones holding at least this share (1.0: the gold string itself).
+MIN_ANSWER_SCORE = 0.8  # ... and a few others, so easy sentences are seen too
 NEGATIVE_KINDS = ("written", "swapped", "borrowed")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 
@@ -74,9 +82,9 @@ def _col(name: str) -> int:
     return SENT_LABELS.index(name)
 
 
-def pairs_for_example(row: dict, corpus_example, rng: random.Random, sources: dict | None = None) -> list[ReaderPair]:
-    """The pairs of one example (its default retrieval)."""
-    from ..generate.sentences import SENTENCE_FEATURES
+def pairs_for_example(row: dict, corpus_example, rng: random.Random, sources: dict | None = None,
+                      columns: Sequence[str] = ()) -> list[ReaderPair]:
+    """The pairs of one example (its default retrieval); `columns`: the tables' sentence features."""
     from ..read import around
 
     v = row["variants"]["default"]
@@ -86,18 +94,23 @@ def pairs_for_example(row: dict, corpus_example, rng: random.Random, sources: di
     if kind != "answerable" and kind not in NEGATIVE_KINDS:
         return []
     golds = corpus_example.golds if corpus_example is not None else []
-    sents = np.asarray(v["sents"], dtype=np.float64).reshape(-1, len(SENTENCE_FEATURES))
-    order = _hardest_first(sents)
+    sents = np.asarray(v["sents"], dtype=np.float64).reshape(-1, len(columns))
+    order = _hardest_first(sents, list(columns))
     q = row["question"]
     make = lambda i, label, span, source="retrieved": ReaderPair(  # noqa: E731
         row["book"], row["id"], kind, q, texts[i][0], texts[i][1], texts[i][2], label, span, source)
     if kind != "answerable":
         picked = _pick(order, NEGATIVES_PER_QUESTION, rng)
         return [make(i, 0, None) for i in picked]
-    answer = labels[:, _col("answer")] == 1
+    verbatim = corpus_example is not None and corpus_example.question_type in WRITTEN_TYPES
+    spans = [a for a in (corpus_example.answer_spans if corpus_example is not None else [])
+             if verbatim or a.score >= MIN_ANSWER_SCORE]
+    if not spans and not verbatim:
+        return []
+    stated = {sources[a.doc_id][a.start:a.end] for a in spans} if sources is not None else set()
+    answer = np.array([t[0] in stated for t in texts], dtype=bool)
     evidence = labels[:, _col("evidence")] == 1
-    has_answer_sentence = bool(corpus_example is not None and corpus_example.answer_spans)
-    positive = answer if has_answer_sentence else evidence
+    positive = answer if spans else evidence
     # a restatement of the gold, or a located evidence sentence that is not the answer sentence,
     # is neither a positive nor a safe negative
     unsure = (labels[:, _col("strict")] == 1) | (labels[:, _col("lenient")] == 1) | (evidence & ~positive)
@@ -106,7 +119,7 @@ def pairs_for_example(row: dict, corpus_example, rng: random.Random, sources: di
     out += [make(i, 0, None) for i in _pick(negatives, NEGATIVES_PER_QUESTION, rng)]
     if corpus_example is not None and sources is not None:  # answer sentences retrieval missed
         seen = {t[0] for t in texts}
-        for s in corpus_example.answer_spans:
+        for s in spans:
             ctx = around(sources[s.doc_id], s.start, s.end)
             if ctx.sentence not in seen:
                 seen.add(ctx.sentence)
@@ -115,15 +128,13 @@ def pairs_for_example(row: dict, corpus_example, rng: random.Random, sources: di
     return out
 
 
-def _hardest_first(sents: np.ndarray) -> list[int]:
+def _hardest_first(sents: np.ndarray, columns: list[str]) -> list[int]:
     """Sentences by how much of the question they and their neighbours hold, with the names
     counted twice (a sentence about the asked character is the hardest negative), plus the
     embedding cosine of their window."""
     if not len(sents):
         return []
-    from ..generate.sentences import SENTENCE_FEATURES
-
-    col = SENTENCE_FEATURES.index
+    col = columns.index
     hardness = sents[:, col("lex_ctx")] + sents[:, col("names")] + sents[:, col("dense")]
     return [int(i) for i in np.argsort(-hardness, kind="stable")]
 
@@ -138,14 +149,16 @@ def reader_pairs(features: Path, corpus: Path, repos: Path, books: Iterable[str]
     """Every training pair of the given books (deterministic for a seed)."""
     from ..repository import Repository
     from .corpus import read_corpus
+    from .features import table_sentence_features
 
     books = list(books)
     examples = {e.id: e for e in read_corpus(corpus) if e.book in books}
     rng = random.Random(seed)
+    columns = table_sentence_features(features)
     out: list[ReaderPair] = []
     for book in books:
         repo = Repository.open(repos / f"{book}.rag")
         sources = {doc: repo.source_text(doc) for doc in {p.doc_id for p in repo.passages}}
         for row in read_tables(features, [book]):
-            out += pairs_for_example(row, examples.get(row["id"]), rng, sources)
+            out += pairs_for_example(row, examples.get(row["id"]), rng, sources, columns)
     return out

@@ -27,6 +27,7 @@ from ..generate.sufficiency import LLM_FEATURE, SUFFICIENCY_FEATURES, aggregate,
 from .features import SENT_LABELS
 
 INNER_FOLDS = 5
+USED_SENTENCE_FEATURES = ("dense", "lex")  # what the sufficiency model reads of the sentence features
 KIND_GROUPS = {"answerable": "answerable", "written": "written"}  # every other kind: "synthetic"
 WRITTEN_TYPES = ("fact", "relational", "multi-hop", "global", "unanswerable")  # qa/train's question types
 
@@ -37,7 +38,7 @@ class Variant:
     outputs on the sentences it reads (the first READ_LIMIT of the evidence)."""
 
     rcs: dict[str, float]
-    sents: np.ndarray  # (n, len(SENTENCE_FEATURES))
+    sents: np.ndarray  # (n, the table's sentence features)
     sent_labels: np.ndarray  # (n, len(SENT_LABELS)) int
     level: dict[str, float]
     labels: dict
@@ -68,16 +69,18 @@ class Example:
         return KIND_GROUPS.get(self.kind, "synthetic")
 
 
-def load_examples(rows: Sequence[dict], reads: dict[str, dict]) -> list[Example]:
+def load_examples(rows: Sequence[dict], reads: dict[str, dict], columns: Sequence[str] = SENTENCE_FEATURES) -> list[Example]:
     """Examples from feature-table rows and reader scores (pagerag.train.reader_scores); a row
-    with no reader scores is left out."""
+    with no reader scores is left out. `columns`: the tables' sentence features
+    (features.table_sentence_features); the sentence arrays keep only the ones used here."""
+    keep = [list(columns).index(n) for n in USED_SENTENCE_FEATURES]
     out = []
     for r in rows:
         if r["id"] not in reads:
             continue
         variants = {}
         for name, v in r["variants"].items():
-            sents = np.asarray(v["sents"], dtype=np.float64).reshape(-1, len(SENTENCE_FEATURES))
+            sents = np.asarray(v["sents"], dtype=np.float64).reshape(-1, len(columns))[:, keep]
             labels = np.asarray(v["sent_labels"], dtype=np.int64).reshape(-1, len(SENT_LABELS))
             level = {**v["level"], **v.get("graph", {})}  # as generate.decide passes them to aggregate
             rd = {k: np.asarray(x, dtype=np.float64) for k, x in reads[r["id"]][name].items() if k != "span"}
@@ -102,7 +105,7 @@ class Config:
 
 def sufficiency_features(v: Variant, rcs: float) -> dict[str, float]:
     """The sufficiency model's inputs for one variant (generate.sufficiency.aggregate, as `ask`)."""
-    col = SENTENCE_FEATURES.index
+    col = USED_SENTENCE_FEATURES.index
     return aggregate(v.reads["p"], v.reads["margin"], v.level, rcs,
                      float(v.sents[:, col("dense")].max()) if len(v.sents) else 0.0,
                      float(v.sents[:, col("lex")].max()) if len(v.sents) else 0.0)

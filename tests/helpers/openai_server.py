@@ -44,7 +44,7 @@ class LoopbackOpenAIServer:
         delay_s: float = 5.0,
         status: int = 401,
         include_usage: bool = True,
-        top_logprobs: dict[str, float] | None = None,
+        top_logprobs: dict[str, float] | Callable[[dict], dict[str, float]] | None = None,
     ) -> None:
         assert mode in MODES, mode
         self.model = model
@@ -121,7 +121,8 @@ class LoopbackOpenAIServer:
 
     def _logprob_entry(self, body: dict) -> dict:
         k = int(body.get("top_logprobs") or 0)
-        ranked = sorted(self.top_logprobs.items(), key=lambda kv: -kv[1])[: max(k, 1)]
+        table = self.top_logprobs(body) if callable(self.top_logprobs) else self.top_logprobs
+        ranked = sorted(table.items(), key=lambda kv: -kv[1])[: max(k, 1)]
         token, logprob = ranked[0]
         return {"token": token, "logprob": logprob, "bytes": list(token.encode()),
                 "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in ranked]}
