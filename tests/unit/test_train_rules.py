@@ -145,3 +145,25 @@ def test_the_llm_sample_takes_half_answerable_and_every_kind_of_negative_in_turn
     assert {k: kinds.count(k) for k in NEGATIVE_KINDS} == {"masked": 2, "swapped": 1, "borrowed": 1}
     assert test_book not in chosen  # a test book is never sampled
     assert [e.id for e in sample(list(reversed(pool)), per_book=8)] == [e.id for e in chosen]  # input order is irrelevant
+
+
+def test_feature_tables_of_older_sentence_features_are_read_by_name(tmp_path):
+    import gzip
+    import json
+
+    from pagerag.errors import PageRAGError
+    from pagerag.generate.sentences import SENTENCE_FEATURES
+    from pagerag.train.features import MANIFEST, read_tables
+
+    older = list(SENTENCE_FEATURES[:8]) + ["gone", "also_gone"] + list(SENTENCE_FEATURES[8:])
+    row = {"id": "x", "book": "b", "variants": {"default": {"sents": [[float(i) for i in range(len(older))]]}}}
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\n")
+    (tmp_path / MANIFEST).write_text(json.dumps({"sentence_features": older}), encoding="utf-8")
+    sents = read_tables(tmp_path)[0]["variants"]["default"]["sents"]
+    assert sents == [[float(older.index(f)) for f in SENTENCE_FEATURES]]
+    (tmp_path / MANIFEST).write_text(json.dumps({"sentence_features": list(SENTENCE_FEATURES)}), encoding="utf-8")
+    assert read_tables(tmp_path)[0]["variants"]["default"]["sents"] == row["variants"]["default"]["sents"]
+    (tmp_path / MANIFEST).write_text(json.dumps({"sentence_features": older[1:]}), encoding="utf-8")
+    with pytest.raises(PageRAGError, match="lack sentence feature"):
+        read_tables(tmp_path)
