@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..text.names import NAME_MODIFIERS, find_names
+from ..text.names import find_names
 from ..text.words import FRAME_WORDS, NUMBER_WORDS, RELATION_WORDS, STOPWORDS, WORD, stem
 
 # --------------------------------------------------------------------------------------------
@@ -49,9 +49,6 @@ def read_question(question: str) -> QuestionTerms:
     attribute_words: list[str] = []
     for i, (tok, _) in enumerate(tokens):
         low = tok.lower()
-        follows = tokens[i + 1][0] if i + 1 < len(tokens) else ""
-        if low in NAME_MODIFIERS and follows[:1].isupper():
-            continue
         if i in in_name or low in STOPWORDS or low in FRAME_WORDS or low in RELATION_WORDS or len(low) < 3:
             continue
         s = stem(tok)

@@ -13,6 +13,10 @@ def test_names_and_attributes_are_separated():
     assert terms.attributes == [stem(w) for w in terms.attribute_words]
 
 
+def test_a_lower_case_word_before_a_name_is_an_attribute_word():
+    assert read_question("What did young Josiah sell at the fair?").attribute_words == ["young", "sell", "fair"]
+
+
 def test_names_stop_at_punctuation_and_drop_possessives():
     terms = read_question("Hobbs turns a pedlar away on Midsummer Eve. What does Hobbs want?")
     assert "Midsummer Eve" in terms.names
