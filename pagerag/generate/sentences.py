@@ -3,29 +3,29 @@ the reader's verdict on each.
 
 Every sentence of every evidence window is described by how much of the question it (and its
 neighbours) holds, how close its window's embedding is to the question's, where its passage
-ranks, and whether it holds a candidate of the asked answer type (question.py); the best cosine
-and lexical cover feed the sufficiency model. The reader (pagerag.read, a cross-encoder trained
-on the training books) then reads the first READ_LIMIT sentences, in evidence order, each in its
-place in the book: P(the sentence states the answer) orders the sentences the extractive answerer
-quotes and the LLM reads, and its span is the extractive answer. The features are computed here
-and only here, at question time and when the training tables are made (pagerag.train.features),
-so the models score what they were fitted on.
+ranks and how long it is; the best cosine and lexical cover feed the sufficiency model. The
+reader (pagerag.read, a cross-encoder trained on the training books) then reads the first
+READ_LIMIT sentences, in evidence order, each in its place in the book: P(the sentence states
+the answer) orders the sentences the extractive answerer quotes and the LLM reads, and its span
+is the extractive answer. The features are computed here and only here, at question time and
+when the training tables are made (pagerag.train.features), so the models score what they were
+fitted on.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..records import Evidence, Window
 from ..text.words import stems_of
-from .question import QuestionTerms, type_candidates
+from .question import QuestionTerms
 
 READ_LIMIT = 64  # sentences the reader reads per question (its latency budget: <= 150 ms here)
-SENTENCE_FEATURES = ("lex", "lex_ctx", "attr", "attr_ctx", "names", "dense", "dense_gap", "lex_gap", "cand",
-                     "cand_miss", "rank", "length")
+SENTENCE_FEATURES = ("lex", "lex_ctx", "attr", "attr_ctx", "names", "dense", "dense_gap", "lex_gap", "rank",
+                     "length")
 
 
 @dataclass
@@ -37,7 +37,6 @@ class Sentence:
     start: int
     end: int
     features: dict[str, float]
-    candidates: list[tuple[int, int]] = field(default_factory=list)  # typed candidates (absolute offsets)
     prob: float = 0.0  # the reader's P(the sentence states the answer); 0 for a sentence not read
     span: tuple[int, int] | None = None  # the reader's answer span (absolute offsets)
     margin: float = float("-inf")  # the span's score minus the no-answer score
@@ -77,7 +76,6 @@ def evidence_sentences(terms: QuestionTerms, windows: Sequence[Window], cosines:
     keys = sorted(by_span, key=lambda k: (rank_of.get(k[0], 0), k[1]))
     texts = [_text(by_span[k][0], k[1], k[2]) for k in keys]
     stems = [stems_of(t) for t in texts]
-    kind = terms.answer.name if terms.answer.typed else ""
     out: list[Sentence] = []
     for i, (key, text) in enumerate(zip(keys, texts)):
         window, cos = by_span[key]
@@ -85,7 +83,6 @@ def evidence_sentences(terms: QuestionTerms, windows: Sequence[Window], cosines:
         ctx_stems = set().union(*(stems[j] for j in around))
         ctx_text = " ".join(texts[j] for j in around)
         attributes = terms.attributes or terms.all_stems
-        found = [(key[1] + s, key[1] + e) for s, e in type_candidates(kind, text, terms)] if kind else []
         out.append(Sentence(window, key[1], key[2], {
             "lex": _coverage(terms.all_stems, stems[i], idf),
             "lex_ctx": _coverage(terms.all_stems, ctx_stems, idf),
@@ -93,11 +90,9 @@ def evidence_sentences(terms: QuestionTerms, windows: Sequence[Window], cosines:
             "attr_ctx": _coverage(attributes, ctx_stems, idf),
             "names": _names_share(terms, ctx_text),
             "dense": cos,
-            "cand": float(bool(found)),
-            "cand_miss": float(bool(kind) and not found),
             "rank": math.log1p(rank_of.get(key[0], len(evidence) + 1)),
             "length": math.log1p(len(text) / 100.0),
-        }, found))
+        }))
     if out:
         best_dense = max(s.features["dense"] for s in out)
         best_lex = max(s.features["lex"] for s in out)

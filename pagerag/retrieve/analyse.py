@@ -108,7 +108,8 @@ def link_question(question: str, view: GraphView | None, settings: Settings, enc
 
 def question_parts(question: str, limit: int = 3) -> list[str]:
     """The sentences of a question that has several ("X did Y. What did Z…?"): each part points
-    at a different evidence site, so the multi-hop route also searches them one by one."""
+    at a different evidence site, so the text floor also searches them one by one (whatever the
+    need)."""
     sentences = split_sentences(question)
     if len(sentences) < 2:
         return []

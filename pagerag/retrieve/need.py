@@ -4,9 +4,20 @@ few wording cues, fitted on the GraphRAG-Bench questions of the 15 training book
 Reasoning -> complex, Contextual Summarize and Creative Generation -> global). The packaged
 model is `need_model.json`.
 
+The cues (CUES) are inputs whose weights are fitted; whether they are used at all is chosen by
+leave-one-training-book-out macro accuracy over the three classes (1,542 questions, best C of
+the grid each way): the embedding alone 0.706 (accuracy 0.739), with the cues 0.727 (0.757),
+better on 11 of the 15 books and worse on 3. What carries the gain, measured the same way:
+RELATIONAL_CUE and the two shape cues (several sentences, log of the word count) give 0.724 on
+their own, and leaving out any one of GLOBAL_CUE, NESTED_CUE, FACT_CUE or CREATIVE_CUE moves
+the figure by at most 0.003 (NESTED_CUE fires on 3 of the 1,542 questions).
+
 The training data does not tell a relational question from a multi-hop one, so the model has
 three classes; `need_of` names a complex question by its wording: multi-hop when it is a
 statement then a question or a nested description ("the X of the Y who…"), relational otherwise.
+That is a name, not a decision: the ranker reads the three class probabilities, retrieval reads
+the need only to tell a global question, and a question of several sentences has each searched
+on its own whatever its need (analyse.question_parts).
 """
 from __future__ import annotations
 
@@ -107,7 +118,8 @@ def load_need_model(path: str = str(MODEL_FILE)) -> NeedModel:
 
 
 def need_of(question: str, probabilities: dict[str, float]) -> tuple[str, str]:
-    """(need, reason): the most probable class, a complex question named by its wording."""
+    """(need, reason): the most probable class, a complex question named by its wording
+    (multi-hop or relational: a name shown to the user, read by nothing downstream)."""
     best = max(probabilities, key=probabilities.get)
     shown = ", ".join(f"{c} {p:.2f}" for c, p in sorted(probabilities.items(), key=lambda kv: -kv[1]))
     if best != "complex":

@@ -115,7 +115,7 @@ def text_floor(query: Query, dense: DenseHits, lexical: tuple[np.ndarray, np.nda
                parts: list[tuple[str, np.ndarray]] = ()) -> OperatorResult:
     """O_t: BM25 top-k and dense top-k fused by reciprocal rank.
 
-    On the multi-hop route each sentence of the question (`parts`: text and vector) gets its own
+    A question of several sentences (`parts`: each one's text and vector) gives each its own
     fused list, and the lists are interleaved (whole, part 1, part 2, whole, …): every evidence
     site of the chain gets a high rank, not only the one the whole question is closest to.
     """

@@ -21,7 +21,7 @@ from .words import FRAME_WORDS, STOPWORDS
 _TOKEN = re.compile(r"[\w\u00C0-\u024F][\w\u00C0-\u024F'\u2019\-–]*")
 _QUOTED = re.compile(r"\"([^\"]{1,80})\"|\u201c([^\u201d]{1,80})\u201d")
 # Lower-case words that may sit inside a name between capitalised words ("Battle of the Somme").
-# Not "and": "Hinze and Felicia" are two people.
+# Not "and": "Tolliver and Agnes" are two people.
 CONNECTORS = frozenset({"of", "the", "de", "du", "da", "di", "del", "la", "le", "von", "van", "der", "&"})
 # Words a question starts with that a sentence capitalises; never the first word of a name.
 OPENERS = STOPWORDS | FRAME_WORDS
@@ -45,8 +45,6 @@ TITLE_GROUPS: dict[str, str | None] = {
     "brother": "male", "mrs": "mrs", "miss": "miss", "ms": "miss", "madam": "madam", "dame": "dame",
     "lady": "lady", "aunt": "aunt", "mother": "mother", "sister": "sister",
 }
-# Lower-case words that describe a named person rather than being part of the name ("old Joe").
-NAME_MODIFIERS = frozenset("old young little poor tiny dear good late".split())
 # Words of a name that do not identify who it is: titles, ranks, "old"/"young" ("Old Fezziwig").
 NOT_IDENTIFYING = frozenset(TITLES) | {"st", "saint", "king", "queen", "old", "young"}
 

@@ -132,12 +132,9 @@ class Extractor:
         }
 
     def example(self, ex: CorpusExample, variants=VARIANTS) -> dict:
-        from ..generate.question import answer_type
-
         return {"id": ex.id, "book": ex.book, "split": ex.split, "kind": ex.kind, "question": ex.question,
-                "question_type": ex.question_type,
-                "source_id": ex.source_id, "answer_type": answer_type(ex.question).name,
-                "located": ex.located, "variants": {v: self.variant(ex, v == "widened") for v in variants}}
+                "question_type": ex.question_type, "source_id": ex.source_id, "located": ex.located,
+                "variants": {v: self.variant(ex, v == "widened") for v in variants}}
 
 
 def code_version() -> str:
@@ -190,14 +187,40 @@ def table_sentence_features(out: Path) -> list[str]:
 
 
 def read_tables(out: Path, books: list[str] | None = None) -> list[dict]:
-    """Every example row of the feature tables in `out` (optionally of some books only)."""
+    """Every example row of the feature tables in `out` (optionally of some books only). Tables
+    written with other sentence features (the manifest names them) are read with the current
+    SENTENCE_FEATURES, picked by name; a table lacking one of them is an error."""
+    columns = _sentence_columns(Path(out))
     rows = []
     for path in sorted(Path(out).glob("*.jsonl.gz")):
         book = path.name[: -len(".jsonl.gz")]
         if books is None or book in books:
             with gzip.open(path, "rt", encoding="utf-8") as fh:
-                rows.extend(json.loads(line) for line in fh if line.strip())
+                rows.extend(_with_columns(json.loads(line), columns) for line in fh if line.strip())
     return rows
+
+
+def _sentence_columns(out: Path) -> list[int] | None:
+    """Where each of SENTENCE_FEATURES sits in the tables' rows (None: as written)."""
+    from ..errors import PageRAGError
+    from ..generate.sentences import SENTENCE_FEATURES
+
+    manifest = out / MANIFEST
+    written = json.loads(manifest.read_text(encoding="utf-8")).get("sentence_features") if manifest.is_file() else None
+    if not written or list(written) == list(SENTENCE_FEATURES):
+        return None
+    missing = [f for f in SENTENCE_FEATURES if f not in written]
+    if missing:
+        raise PageRAGError(f"{out}: the feature tables lack sentence feature(s) {', '.join(missing)}; "
+                           "run python -m pagerag.train.features --force")
+    return [list(written).index(f) for f in SENTENCE_FEATURES]
+
+
+def _with_columns(row: dict, columns: list[int] | None) -> dict:
+    if columns is not None:
+        for v in row["variants"].values():
+            v["sents"] = [[s[i] for i in columns] for s in v["sents"]]
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:

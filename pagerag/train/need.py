@@ -22,6 +22,7 @@ import numpy as np
 
 from ..retrieve.need import CLASSES, CUES, MODEL_FILE, NeedModel, model_inputs
 from .books import TRAIN_BOOKS, load_questions
+from .logistic import fitted_parts, leave_one_book_out, logistic
 
 LABEL_OF = {"Fact Retrieval": "local", "Complex Reasoning": "complex", "Contextual Summarize": "global",
             "Creative Generation": "global"}
@@ -39,19 +40,13 @@ def design(rows: list[dict], vectors: np.ndarray, use_cues: bool) -> np.ndarray:
 
 
 def fit(x: np.ndarray, y: np.ndarray, c: float, use_cues: bool, info: dict | None = None) -> NeedModel:
-    from sklearn.linear_model import LogisticRegression
-
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale < 1e-4] = 1.0  # (near-)constant input: leave it unscaled
-    model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced")
-    model.fit((x - mean) / scale, y)
+    mean, scale, model = fitted_parts(need_pipeline(c).fit(x, y))
     order = [list(model.classes_).index(k) for k in CLASSES]
     return NeedModel(CLASSES, model.coef_[order], model.intercept_[order], mean, scale, use_cues, info or {})
 
 
-def predict(model: NeedModel, x: np.ndarray) -> np.ndarray:
-    logits = ((x - model.mean) / model.scale) @ model.weights.T + model.bias
-    return np.array(CLASSES)[logits.argmax(axis=1)]
+def need_pipeline(c: float):
+    return logistic(c, max_iter=2000, class_weight="balanced")
 
 
 def macro_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
@@ -59,15 +54,12 @@ def macro_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
 
 
 def leave_books_out(rows: list[dict], vectors: np.ndarray, c: float, use_cues: bool) -> np.ndarray:
-    """Out-of-fold predictions: each book predicted by a model fitted on the other 14."""
+    """Out-of-fold predictions: each book predicted by a model fitted on the other 14
+    (scikit-learn LeaveOneGroupOut)."""
     x = design(rows, vectors, use_cues)
     y = np.array([r["label"] for r in rows])
     books = np.array([r["book"] for r in rows])
-    pred = np.empty(len(rows), dtype=object)
-    for book in sorted(set(books)):
-        held = books == book
-        pred[held] = predict(fit(x[~held], y[~held], c, use_cues), x[held])
-    return pred
+    return leave_one_book_out(need_pipeline(c), x, y, books).astype(object)
 
 
 def choose_and_fit(rows: list[dict], vectors: np.ndarray, log=print) -> tuple[NeedModel, dict]:

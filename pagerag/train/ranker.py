@@ -24,6 +24,7 @@ import numpy as np
 from ..retrieve.pool import FEATURES, TEXT_FEATURES
 from ..retrieve.ranker import MODEL_FILE, RankerModel
 from .books import TRAIN_BOOKS
+from .logistic import fitted_parts, leave_one_book_out, logistic
 from .ranker_data import QuestionPool, build_pools
 
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
@@ -35,16 +36,25 @@ def variant(pool: QuestionPool, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit_model(pools: list[QuestionPool], name: str, c: float) -> RankerModel:
-    from sklearn.linear_model import LogisticRegression
-
-    xs, ys = zip(*[(variant(p, name)[0], p.labels(variant(p, name)[1])) for p in pools])
-    x, y = np.vstack(xs), np.concatenate(ys)
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale < 1e-4] = 1.0  # (near-)constant input: leave it unscaled
-    model = LogisticRegression(C=c, max_iter=3000)
-    model.fit((x - mean) / scale, y)
+    x, y, _ = stacked(pools, name)
+    mean, scale, model = fitted_parts(ranker_pipeline(c).fit(x, y))
     names = FEATURES if name == "graph" else TEXT_FEATURES
     return RankerModel(name, names, model.coef_[0], float(model.intercept_[0]), mean, scale)
+
+
+def ranker_pipeline(c: float):
+    return logistic(c, max_iter=3000)
+
+
+def stacked(pools: list[QuestionPool], name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every candidate row of the pools (features, labels, book), pool after pool."""
+    xs, ys, books = [], [], []
+    for p in pools:
+        x, rows = variant(p, name)
+        xs.append(x)
+        ys.append(p.labels(rows))
+        books.append(np.full(len(rows), p.book, dtype=object))
+    return np.vstack(xs), np.concatenate(ys), np.concatenate(books)
 
 
 def packed(rows: np.ndarray, scores: np.ndarray, tokens: dict[int, int], budget: int = BUDGET, keep: int = -1) -> set[int]:
@@ -70,14 +80,16 @@ def recall(pool: QuestionPool, chosen: set[int]) -> float:
 
 
 def cross_validate(pools: list[QuestionPool], name: str, c: float) -> dict[str, float]:
-    """Leave-one-book-out recall per question id."""
+    """Leave-one-book-out recall per question id: each book's candidates scored (log-odds) by a
+    model fitted on the other books (scikit-learn LeaveOneGroupOut), then packed per question."""
+    x, y, books = stacked(pools, name)
+    scores = leave_one_book_out(ranker_pipeline(c), x, y, books, method="decision_function")
     out: dict[str, float] = {}
-    for book in sorted({p.book for p in pools}):
-        model = fit_model([p for p in pools if p.book != book], name, c)
-        for p in pools:
-            if p.book == book:
-                x, rows = variant(p, name)
-                out[p.qid] = recall(p, packed(rows, model.score(x), p.tokens, keep=p.text_rank1))
+    start = 0
+    for p in pools:
+        rows = variant(p, name)[1]
+        out[p.qid] = recall(p, packed(rows, scores[start: start + len(rows)], p.tokens, keep=p.text_rank1))
+        start += len(rows)
     return out
 
 

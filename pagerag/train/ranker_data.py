@@ -43,9 +43,11 @@ class QuestionPool:
 
 
 def out_of_fold_needs(data_dir: Path, encode) -> dict[str, dict[str, float]]:
-    """GraphRAG-Bench question id -> need probabilities from a model fitted on the other books."""
-    from ..retrieve.need import load_need_model
-    from .need import design, fit, training_questions
+    """GraphRAG-Bench question id -> need probabilities from a model fitted on the other books
+    (scikit-learn LeaveOneGroupOut, the packaged model's C and inputs)."""
+    from ..retrieve.need import CLASSES, load_need_model
+    from .logistic import leave_one_book_out
+    from .need import design, need_pipeline, training_questions
 
     chosen = load_need_model().info.get("chosen", {"C": 0.3, "use_cues": True})
     rows = training_questions(data_dir)
@@ -53,16 +55,9 @@ def out_of_fold_needs(data_dir: Path, encode) -> dict[str, dict[str, float]]:
     x = design(rows, vectors, chosen["use_cues"])
     y = np.array([r["label"] for r in rows])
     books = np.array([r["book"] for r in rows])
-    out: dict[str, dict[str, float]] = {}
-    for book in sorted(set(books)):
-        held = books == book
-        model = fit(x[~held], y[~held], chosen["C"], chosen["use_cues"])
-        logits = ((x[held] - model.mean) / model.scale) @ model.weights.T + model.bias
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        for r, probs in zip([r for r, h in zip(rows, held) if h], p):
-            out[r["id"]] = {c: round(float(v), 4) for c, v in zip(model.classes, probs)}
-    return out
+    p = leave_one_book_out(need_pipeline(chosen["C"]), x, y, books, method="predict_proba")
+    order = [sorted(set(y.tolist())).index(c) for c in CLASSES]  # predict_proba's columns: sorted labels
+    return {r["id"]: {c: round(float(v), 4) for c, v in zip(CLASSES, probs[order])} for r, probs in zip(rows, p)}
 
 
 def book_pools(state, examples, settings, encode, needs: dict[str, dict[str, float]]) -> list[QuestionPool]:

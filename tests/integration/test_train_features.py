@@ -40,7 +40,7 @@ def extractor(carol_repo):
 
 def test_answerable_example_with_retrieved_evidence_is_a_success(examples, extractor):
     row = extractor.example(examples["carol-wage"])
-    assert row["kind"] == "answerable" and row["answer_type"] == "money" and set(row["variants"]) == {"default", "widened"}
+    assert row["kind"] == "answerable" and "answer_type" not in row and set(row["variants"]) == {"default", "widened"}
     v = row["variants"]["default"]
     assert set(PAPER_FEATURES) <= set(v["rcs"]) and set(v["level"]) == {"names_evidence", "attr_span"}
     assert v["labels"]["rcs"] == 1 and v["labels"]["suff"] == 1 and v["labels"]["answer_retrieved"] == 1
@@ -48,9 +48,8 @@ def test_answerable_example_with_retrieved_evidence_is_a_success(examples, extra
     answer = SENT_LABELS.index("answer")
     found = [i for i, labels in enumerate(v["sent_labels"]) if labels[answer]]
     assert found, "the sentence stating fifteen shillings is among the evidence sentences"
-    # its quote is right by the evaluation's own scoring, and it holds a sum of money
+    # its quote is right by the evaluation's own scoring
     assert all(v["sent_labels"][i][SENT_LABELS.index("lenient")] for i in found)
-    assert any(v["sents"][i][SENTENCE_FEATURES.index("cand")] == 1.0 for i in found)
 
 
 def test_masked_twin_is_a_failure_with_no_positive_sentence(examples, extractor):

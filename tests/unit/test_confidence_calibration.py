@@ -8,12 +8,12 @@ from pagerag.errors import PageRAGError
 
 
 def test_every_quote_must_be_inside_the_evidence():
-    evidence = ["\u2018Mr. Marley has been dead these seven years,\u2019 Scrooge replied.",
-                "He died seven years ago,", "this very night."]
-    assert evidence_contains_all(evidence, ["'Mr. Marley has been   dead these seven years,'"])
+    evidence = ["\u2018Mr. Tolliver has been gone these seven years,\u2019 Hobbs replied.",
+                "He left seven years ago,", "this very night."]
+    assert evidence_contains_all(evidence, ["'Mr. Tolliver has been   gone these seven years,'"])
     # a quote straddling two adjacent passages counts (evidence joined in order)
-    assert evidence_contains_all(evidence, ["He died seven years ago, this very night."])
-    assert not evidence_contains_all(evidence, ["seven years", "Bob Cratchit"])
+    assert evidence_contains_all(evidence, ["He left seven years ago, this very night."])
+    assert not evidence_contains_all(evidence, ["seven years", "Ned Tolley"])
 
 
 def test_question_file_keeps_answerable_questions_with_quotes(tmp_path):

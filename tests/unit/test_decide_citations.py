@@ -18,21 +18,21 @@ def test_cited_numbers_reads_single_grouped_and_adjacent_marks():
 
 
 def test_valid_citations_are_kept_in_order():
-    checked = check_citations("Fifteen shillings [2], he said [1].", _excerpts(3))
+    checked = check_citations("Twelve pence [2], he said [1].", _excerpts(3))
     assert [c.n for c in checked.citations] == [2, 1]
     assert checked.invalid == [] and not checked.abstained
     assert checked.citations[0].quote == "Sentence number 2." and checked.citations[0].line == 2
 
 
 def test_citations_of_missing_excerpts_are_removed():
-    checked = check_citations("Fifteen shillings [1][7], or [2, 9].", _excerpts(2))
+    checked = check_citations("Twelve pence [1][7], or [2, 9].", _excerpts(2))
     assert [c.n for c in checked.citations] == [1, 2]
     assert checked.invalid == [7, 9]
-    assert checked.text == "Fifteen shillings [1], or [2]."
+    assert checked.text == "Twelve pence [1], or [2]."
 
 
 def test_an_answer_citing_nothing_real_has_no_citations():
-    for text in ("Fifteen shillings.", "Fifteen shillings [4].", "Fifteen [0].", "[2] [3]", " [1]. "):
+    for text in ("Twelve pence.", "Twelve pence [4].", "Twelve [0].", "[2] [3]", " [1]. "):
         assert check_citations(text, _excerpts(3)).citations == []
 
 
@@ -82,11 +82,11 @@ def test_answer_support_counts_words_the_cited_excerpts_bear_out():
     from pagerag.generate.answer import answer_support
     from pagerag.records import Citation
 
-    cited = [Citation("b:1", "b", "b.txt", 0, 60, "'my clerk, with fifteen shillings a week, and a wife'", n=1, line=3)]
-    question = "How much does Scrooge say his clerk earns per week?"
-    assert answer_support("Scrooge says his clerk earns fifteen shillings a week [1].", cited, question) == 1.0
+    cited = [Citation("b:1", "b", "b.txt", 0, 60, "'my clerk, with twelve pence a week, and a wife'", n=1, line=3)]
+    question = "How much does Hobbs say his clerk earns per week?"
+    assert answer_support("Hobbs says his clerk earns twelve pence a week [1].", cited, question) == 1.0
     assert answer_support("The ship left at dawn [1].", cited, question) == 0.0
-    assert 0.3 < answer_support("He earns fifteen shillings, twice the pay of Queen Victoria [1].", cited, question) < 0.7
+    assert 0.3 < answer_support("He earns twelve pence, twice the pay of Queen Victoria [1].", cited, question) < 0.7
 
 
 def test_a_wrongly_numbered_citation_is_moved_to_the_excerpt_that_bears_it_out():
@@ -116,15 +116,15 @@ def test_graph_context_names_the_excerpts_it_was_drawn_from_and_nothing_else():
     from pagerag.records import Hint
 
     excerpts = _excerpts(3)
-    hints = [Hint("community", "Scrooge, Fred: Entities: Scrooge, Fred. Fred visits.", 0.4, ["book:00002", "x:9"]),
-             Hint("path", "Fred —[nephew of]→ Scrooge", 0.7, ["book:00003"]),
-             Hint("path", "Marley —[partner of]→ Scrooge", 0.9, ["elsewhere:1"]),  # from no shown excerpt
-             Hint("point", "Scrooge changes from miser to benefactor.", 0.8, ["book:00001", "book:00003"])]
+    hints = [Hint("community", "Hobbs, Silas: Entities: Hobbs, Silas. Silas visits.", 0.4, ["book:00002", "x:9"]),
+             Hint("path", "Silas —[nephew of]→ Hobbs", 0.7, ["book:00003"]),
+             Hint("path", "Tolliver —[partner of]→ Hobbs", 0.9, ["elsewhere:1"]),  # from no shown excerpt
+             Hint("point", "Hobbs changes from miser to benefactor.", 0.8, ["book:00001", "book:00003"])]
     block = graph_context(hints, excerpts, max_tokens=200)
     lines = [l for l in block.splitlines() if l.startswith("- ")]
-    assert lines == ["- key point: Scrooge changes from miser to benefactor. (from [1], [3])",
-                     "- path: Fred —[nephew of]→ Scrooge (from [3])",
-                     "- community: Scrooge, Fred: Entities: Scrooge, Fred. Fred visits. (from [2])"]
+    assert lines == ["- key point: Hobbs changes from miser to benefactor. (from [1], [3])",
+                     "- path: Silas —[nephew of]→ Hobbs (from [3])",
+                     "- community: Hobbs, Silas: Entities: Hobbs, Silas. Silas visits. (from [2])"]
     assert "not evidence" in block and "cite only the numbered excerpts" in block
     from pagerag.offline import count_tokens
 

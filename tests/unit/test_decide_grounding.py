@@ -5,7 +5,7 @@ from __future__ import annotations
 from pagerag.generate.answer import names_in, numbers_in, ungrounded
 from pagerag.records import Citation
 
-CLERK = "'Bob had but fifteen shillings a week himself,' said the nephew, 'and a wife and family.'"
+CLERK = "'Ned had but twelve pence a week himself,' said the nephew, 'and a wife and family.'"
 
 
 def cite(*quotes: str) -> list[Citation]:
@@ -13,25 +13,25 @@ def cite(*quotes: str) -> list[Citation]:
 
 
 def test_a_number_the_excerpt_does_not_state_is_ungrounded():
-    assert ungrounded("He earns twenty shillings a week [1].", cite(CLERK)) == ["20"]
-    assert ungrounded("He earns fifteen shillings a week [1].", cite(CLERK)) == []
-    assert ungrounded("Bob earns 15 shillings [1].", cite(CLERK)) == []  # digits and words are one number
+    assert ungrounded("He earns twenty pence a week [1].", cite(CLERK)) == ["20"]
+    assert ungrounded("He earns twelve pence a week [1].", cite(CLERK)) == []
+    assert ungrounded("Ned earns 12 pence [1].", cite(CLERK)) == []  # digits and words are one number
 
 
 def test_a_name_the_excerpt_does_not_state_is_ungrounded():
-    assert ungrounded("The clerk, Bob Cratchit, earns fifteen shillings [1].", cite(CLERK)) == ["Bob Cratchit"]
-    assert ungrounded("The clerk is Bob, with fifteen shillings [1].", cite(CLERK)) == []
+    assert ungrounded("The clerk, Ned Tolley, earns twelve pence [1].", cite(CLERK)) == ["Ned Tolley"]
+    assert ungrounded("The clerk is Ned, with twelve pence [1].", cite(CLERK)) == []
     # a capitalised first word of a sentence may be an ordinary word, so it is not checked alone
-    assert ungrounded("Yes. He earns fifteen shillings [1].", cite(CLERK)) == []
+    assert ungrounded("Yes. He earns twelve pence [1].", cite(CLERK)) == []
 
 
 def test_any_cited_excerpt_may_support_and_citation_marks_are_not_numbers():
-    assert ungrounded("Bob has fifteen shillings [1]; Fred dined at two [2].",
-                      cite(CLERK, "Fred dined with them at two o'clock.")) == []
-    assert ungrounded("Then Fred dined [1].", cite(CLERK)) == ["Fred"]
+    assert ungrounded("Ned has twelve pence [1]; Silas dined at two [2].",
+                      cite(CLERK, "Silas dined with them at two o'clock.")) == []
+    assert ungrounded("Then Silas dined [1].", cite(CLERK)) == ["Silas"]
     # an opening word is a name when it stands capitalised inside a sentence elsewhere
-    assert ungrounded("Fred dined [1].", cite(CLERK), question="Where did Fred dine?") == ["Fred"]
-    assert ungrounded("Fred dined [1].", cite(CLERK)) == []
+    assert ungrounded("Silas dined [1].", cite(CLERK), question="Where did Silas dine?") == ["Silas"]
+    assert ungrounded("Silas dined [1].", cite(CLERK)) == []
 
 
 def test_numbers_and_names_are_read_as_written():

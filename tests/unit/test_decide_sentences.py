@@ -1,14 +1,13 @@
-"""The evidence read sentence by sentence: features against the question, the ranker's order,
-and the extractive answer (the ranker's best sentence, its typed value first)."""
+"""The evidence read sentence by sentence: features against the question, the windows ordered by
+the reader's probabilities, and the extractive answer (the reader's span, else its sentence)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pagerag.confidence.model import RCSModel
-from pagerag.generate.extractive import extractive_answer, quote_span, typed_value
+from pagerag.generate.extractive import extractive_answer, quote_span
 from pagerag.generate.question import read_question
-from pagerag.generate.sentences import SENTENCE_FEATURES, evidence_sentences, rank_sentences, window_order
+from pagerag.generate.sentences import SENTENCE_FEATURES, evidence_sentences, window_order
 from pagerag.records import Evidence, Window
 from pagerag.text.sentences import split_sentences
 
@@ -26,65 +25,68 @@ def _read(question: str, *texts: str, cosines=None):
     return terms, windows, evidence_sentences(terms, windows, cosines or [0.5] * len(texts), evidence, flat_idf)
 
 
+class _Source:
+    """make_excerpt reads the source text and nothing else."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def source_text(self, doc_id):
+        return self.text
+
+
 def test_sentence_features_describe_the_question_in_the_sentence():
-    _, _, sents = _read("How much did Joe pay the charwoman for the curtains?",
-                        "The curtains came down. Joe paid the charwoman two shillings for them. She laughed.")
-    assert [s.text for s in sents][1] == "Joe paid the charwoman two shillings for them."
+    _, _, sents = _read("What did Josiah pay the ferryman for the lanterns?",
+                        "The lanterns were old. Josiah paid the ferryman a silver button for them. The river rose.")
+    assert [s.text for s in sents][1] == "Josiah paid the ferryman a silver button for them."
     f = {s.text: s.features for s in sents}
-    paid = f["Joe paid the charwoman two shillings for them."]
-    assert set(SENTENCE_FEATURES) <= set(paid)
-    assert paid["cand"] == 1.0 and paid["cand_miss"] == 0.0 and paid["names"] == 1.0
-    assert paid["attr"] > f["She laughed."]["attr"] == 0.0
-    assert paid["lex_gap"] == 0.0 and f["She laughed."]["lex_gap"] < 0
+    paid = f["Josiah paid the ferryman a silver button for them."]
+    assert set(paid) == set(SENTENCE_FEATURES) and len(SENTENCE_FEATURES) == 10
+    assert paid["names"] == 1.0
+    assert paid["attr"] > f["The river rose."]["attr"] == 0.0
+    assert paid["lex_gap"] == 0.0 and f["The river rose."]["lex_gap"] < 0
     # the neighbours' words count in the context features only
-    assert f["She laughed."]["lex_ctx"] > f["She laughed."]["lex"]
-    assert sents[1].candidates and sents[1].text[sents[1].candidates[0][0] - sents[1].start:
-                                                 sents[1].candidates[0][1] - sents[1].start] == "two shillings"
+    assert f["The river rose."]["lex_ctx"] > f["The river rose."]["lex"]
 
 
 def test_rank_follows_the_evidence_order_and_the_window_cosine():
-    _, _, sents = _read("What did Joe sell?", "Joe sold a horse.", "Joe sold a horse too.", cosines=[0.2, 0.9])
+    _, _, sents = _read("What did Josiah sell?", "Josiah sold a mule.", "Josiah sold a mule too.", cosines=[0.2, 0.9])
     assert [s.features["rank"] for s in sents] == pytest.approx([np.log(2), np.log(3)])
     assert [s.features["dense"] for s in sents] == [0.2, 0.9]
     assert sents[0].features["dense_gap"] == pytest.approx(-0.7) and sents[1].features["dense_gap"] == 0.0
 
 
-def _ranker(weights: dict[str, float]) -> RCSModel:
-    names = list(SENTENCE_FEATURES)
-    return RCSModel(names, [0.0] * len(names), [1.0] * len(names), [weights.get(n, 0.0) for n in names], 0.0)
+def test_windows_follow_the_readers_best_sentence():
+    _, windows, sents = _read("What did Josiah pay the ferryman?",
+                              "Josiah talked to the ferryman at length.", "It was cold. Josiah paid him a button.")
+    for s, p in zip(sents, (0.2, 0.1, 0.9)):
+        s.prob = p
+    ranked = sorted(sents, key=lambda s: -s.prob)
+    assert ranked[0].text == "Josiah paid him a button."
+    assert window_order(ranked, windows) == [windows[1], windows[0]]
+    assert window_order([], windows) == windows  # nothing read: the evidence order
 
 
-def test_the_ranker_orders_sentences_and_the_windows_follow():
-    _, windows, sents = _read("How much did Joe pay the charwoman?",
-                              "Joe talked to the charwoman at length.", "It was cold. Joe paid her two shillings.")
-    ranked = rank_sentences(sents, _ranker({"cand": 5.0, "attr": 1.0}))
-    assert ranked[0].text == "Joe paid her two shillings." and ranked[0].prob > ranked[-1].prob
-    assert all(0.0 < s.prob < 1.0 for s in ranked)
-    assert window_order(ranked, windows)[0] is windows[1]
-
-
-def test_extractive_answer_states_the_typed_value_then_quotes_its_sentence():
-    _, _, sents = _read("How much did Joe pay the charwoman?", "It was cold. Joe paid the charwoman two shillings.")
-    ranked = rank_sentences(sents, _ranker({"cand": 5.0}))
-    assert typed_value(ranked[0]) == "two shillings"
-
-    class State:  # make_excerpt reads the source text and nothing else
-        def source_text(self, doc_id):
-            return "It was cold. Joe paid the charwoman two shillings."
-
-    text, cited = extractive_answer(ranked, State(), extend_short=False)
-    assert text == "two shillings: \u201cJoe paid the charwoman two shillings.\u201d [1]"
-    assert cited[0].text == "Joe paid the charwoman two shillings." and cited[0].n == 1
-    _, _, plain = _read("What did Joe do?", "Joe paid the charwoman.")
-    assert typed_value(rank_sentences(plain, _ranker({}))[0]) == ""
+def test_extractive_answer_is_the_readers_span_when_its_margin_is_enough_else_the_quote():
+    text = "It was cold. Josiah paid the ferryman a silver button."
+    _, _, sents = _read("What did Josiah pay the ferryman?", text)
+    best = sents[1]
+    best.prob, best.margin = 0.9, 2.0
+    best.span = (best.start + best.text.index("a silver button"), best.start + len(best.text) - 1)
+    answer, cited = extractive_answer([best], _Source(text), extend_short=False, span_margin=1.0)
+    assert answer == "a silver button [1]"
+    assert cited[0].text == "Josiah paid the ferryman a silver button." and cited[0].n == 1
+    quoted, _ = extractive_answer([best], _Source(text), extend_short=False, span_margin=3.0)
+    assert quoted == "\u201cJosiah paid the ferryman a silver button.\u201d [1]"
+    assert extractive_answer([], _Source(text)) == ("", [])
 
 
 def test_a_too_short_quote_takes_its_neighbour_when_asked():
-    _, _, sents = _read("What did Scrooge pay his clerk?", "Scrooge paid his clerk. 'Ten pounds.' That was all.")
-    short = next(s for s in sents if s.text == "'Ten pounds.'")
+    _, _, sents = _read("What did Josiah pay the ferryman?", "Josiah paid the ferryman. 'A button.' That was all.")
+    short = next(s for s in sents if s.text == "'A button.'")
     text = short.window.text
     start, end = quote_span(short, extend_short=True)
-    assert text[start:end] == "Scrooge paid his clerk. 'Ten pounds.'"
+    assert text[start:end] == "Josiah paid the ferryman. 'A button.'"
     assert quote_span(short, extend_short=False) == (short.start, short.end)
 
 

@@ -11,12 +11,12 @@ from pagerag.errors import InputError
 from pagerag.evaluate.formats import (GRAPHRAG_BENCH, PAGERAG_JSONL, detect_format, load_questions,
                                       select_for_sources, take_mixed)
 
-GOOD = {"id": "A-1", "book": "DEV-A", "question": "How much does Bob earn?", "answerable": True, "type": "fact",
-        "answers": ["fifteen shillings"], "evidence": ["fifteen shillings a week"]}
-UNANSWERABLE = {"id": "A-u1", "book": "DEV-A", "question": "What was Fred's surname?", "answerable": False,
+GOOD = {"id": "A-1", "book": "SET-A", "question": "How much does Ned earn?", "answerable": True, "type": "fact",
+        "answers": ["twelve pence"], "evidence": ["twelve pence a week"]}
+UNANSWERABLE = {"id": "A-u1", "book": "SET-A", "question": "What was Silas's surname?", "answerable": False,
                 "type": "unanswerable", "answers": [], "evidence": []}
-BENCH = {"id": "Novel-1", "source": "Novel-44557", "question": "Which plant is Erica vagans?",
-         "answer": "Cornish heath", "question_type": "Fact Retrieval", "evidence": ["a paraphrase"]}
+BENCH = {"id": "Novel-1", "source": "Novel-10146", "question": "Which tree grows by the mill?",
+         "answer": "a walnut", "question_type": "Fact Retrieval", "evidence": ["a paraphrase"]}
 
 
 def write_lines(path, lines):
@@ -29,7 +29,7 @@ def test_project_jsonl_is_detected_and_parsed(tmp_path):
     qa = load_questions(path)
     assert qa.format == PAGERAG_JSONL == detect_format(path) and not qa.problems
     first, second = qa.items
-    assert (first.answerable, first.answers, first.dataset, first.evidence_verbatim) == (True, ["fifteen shillings"], "DEV-A", True)
+    assert (first.answerable, first.answers, first.dataset, first.evidence_verbatim) == (True, ["twelve pence"], "SET-A", True)
     assert (second.answerable, second.type, second.answers) == (False, "unanswerable", [])
 
 
@@ -45,7 +45,7 @@ def test_graphrag_bench_is_detected_as_array_or_lines(tmp_path, layout):
     assert qa.format == GRAPHRAG_BENCH and len(qa.items) == 2
     item = qa.items[0]
     assert (item.answerable, item.answers, item.type, item.source, item.dataset) == \
-        (True, ["Cornish heath"], "Fact Retrieval", "Novel-44557", "Novel-44557")
+        (True, ["a walnut"], "Fact Retrieval", "Novel-10146", "Novel-10146")
     assert item.evidence_verbatim is False  # paraphrased: evidence recall is not measured
 
 
@@ -88,10 +88,10 @@ def test_the_shared_question_sets_load_cleanly(data_dir):
 def test_graphrag_questions_are_kept_for_the_repository_documents_only(tmp_path):
     other = dict(BENCH, id="Novel-2", source="Novel-1")
     qa = load_questions(write_lines(tmp_path / "q.jsonl", [json.dumps(BENCH), json.dumps(other)]))
-    kept, note = select_for_sources(qa.items, ["novel-44557", "Novel-44557"])
+    kept, note = select_for_sources(qa.items, ["novel-10146", "Novel-10146"])
     assert [i.id for i in kept] == ["Novel-1"] and "kept 1 of 2" in note
     with pytest.raises(InputError, match="none of the 2 GraphRAG-Bench questions"):
-        select_for_sources(qa.items, ["christmas_carol"])
+        select_for_sources(qa.items, ["some_other_book"])
     own = load_questions(write_lines(tmp_path / "own.jsonl", [json.dumps(GOOD)])).items
     assert select_for_sources(own, ["anything"]) == (own, None)
 

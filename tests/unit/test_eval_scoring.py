@@ -16,8 +16,8 @@ def item(answers, answerable=True, evidence=(), verbatim=True) -> QAItem:
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("The Cratchits' house", "cratchits house"),
-    ("Scrooge\u2019s nephew, Fred!", "scrooge nephew fred"),
+    ("The Tolleys' house", "tolleys house"),
+    ("Hobbs\u2019s nephew, Silas!", "hobbs nephew silas"),
     ("twenty-five pounds", "25 pounds"),
     ("1,000 guineas", "1000 guineas"),
     ("a hundred years", "100 years"),
@@ -29,11 +29,11 @@ def test_normalise(text, expected):
 
 
 @pytest.mark.parametrize("answer, golds, expected", [
-    ("Bob earns fifteen shillings a week [1].", ["fifteen shillings a week"], True),
-    ("He earns 15 shillings.", ["fifteen shillings a week", "15 shillings"], True),  # alias
-    ("He earns fifteen shillings.", ["fifteen shillings a week"], False),  # gold not contained
-    ("\u201cCamden Town,\u201d he said.", ["Camden Town"], True),  # punctuation and curly quotes
-    ("He ran to camden-town", ["Camden Town"], True),
+    ("Ned earns twelve pence a week [1].", ["twelve pence a week"], True),
+    ("He earns 12 pence.", ["twelve pence a week", "12 pence"], True),  # alias
+    ("He earns twelve pence.", ["twelve pence a week"], False),  # gold not contained
+    ("\u201cLambeth Walk,\u201d he said.", ["Lambeth Walk"], True),  # punctuation and curly quotes
+    ("He ran to lambeth-walk", ["Lambeth Walk"], True),
     ("He has been dead 17 years", ["seven", "7"], False),  # whole words only
     ("Dead these seven years.", ["seven years"], True),
     ("No, he never does.", ["no"], True),
@@ -47,10 +47,10 @@ def test_strict_match(answer, golds, expected):
 
 
 def test_token_recall_uses_content_words_and_best_alias():
-    gold = ["cash-boxes, keys, padlocks, ledgers, deeds, and heavy purses wrought in steel"]
-    assert token_recall("cash-boxes and keys and padlocks", gold) == pytest.approx(0.4)
-    assert not lenient_by_recall("cash-boxes and keys and padlocks", gold)
-    assert lenient_by_recall("It was made of cash-boxes, keys, padlocks, ledgers and deeds", gold)
+    gold = ["oil-lamps, ropes, lanterns, barrels, anchors, and heavy chains forged in iron"]
+    assert token_recall("oil-lamps and ropes and lanterns", gold) == pytest.approx(0.4)
+    assert not lenient_by_recall("oil-lamps and ropes and lanterns", gold)
+    assert lenient_by_recall("It was made of oil-lamps, ropes, lanterns, barrels and anchors", gold)
     assert token_recall("the man of the hour", ["the Ghost of Christmas Past", "a ghost"]) == 0.0
     assert token_recall("a ghost", ["the Ghost of Christmas Past", "a ghost"]) == 1.0
 
@@ -63,7 +63,7 @@ def test_answer_on_unanswerable_is_not_a_refusal_and_refusal_is_correct():
 
 
 def test_refusal_on_answerable_is_a_false_refusal_and_wrong():
-    s = score_answer(item(["Camden Town"]), "refused", "The evidence is insufficient: Camden Town is not named.", [])
+    s = score_answer(item(["Lambeth Walk"]), "refused", "The evidence is insufficient: Lambeth Walk is not named.", [])
     assert s.false_refusal is True and not s.strict and not s.lenient  # the refusal text is never scored
 
 
@@ -79,7 +79,7 @@ def citation(start, end, quote, file="book.txt"):
 
 
 def test_evidence_recall_joins_overlapping_and_touching_citations():
-    source = "Marley was dead, to begin with.\nThere is no doubt\nwhatever about that. The register was signed."
+    source = "Tolliver was dead, to begin with.\nThere is no doubt\nwhatever about that. The register was signed."
     cut = source.index("There")
     end = source.index(" The register")
     first = citation(0, cut - 1, source[:cut - 1])  # the newline between them is cited by neither
@@ -91,7 +91,7 @@ def test_evidence_recall_joins_overlapping_and_touching_citations():
     assert cited_text(overlapping) == [" ".join(source[:end].split())]
     other_file = [first, citation(cut, end, source[cut:end], file="other.txt")]
     assert evidence_recall(gold, other_file) == 0.0
-    assert evidence_recall(["x", "Marley was dead"], [first]) == 0.5
+    assert evidence_recall(["x", "Tolliver was dead"], [first]) == 0.5
     assert evidence_recall([], [first]) is None
 
 

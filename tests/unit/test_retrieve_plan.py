@@ -25,6 +25,10 @@ def test_every_runnable_operator_runs_whatever_the_need():
     assert plan(_analysis("relational", 2), s).operators == ["text", "ppr", "neighbour", "path", "community", "rerank"]
     assert plan(_analysis("global", 0), s).operators == ["text", "ppr", "community", "rerank"]
     assert plan(_analysis("global", 0), s).need == "global"
+    # multi-hop and relational (need_of's names for a complex question) plan alike
+    for n_links in (0, 1, 2):
+        one, other = plan(_analysis("multi-hop", n_links), s), plan(_analysis("relational", n_links), s)
+        assert {**one.__dict__, "need": "", "reasons": []} == {**other.__dict__, "need": "", "reasons": []}
 
 
 @pytest.mark.parametrize("preset", ["full", "passages-only", "no-floor", "raw-graph", "no-structural-guidance", "ppr"])

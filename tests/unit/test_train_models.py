@@ -61,3 +61,62 @@ def test_packing_keeps_the_floors_top_row_and_the_budget():
     assert ranker_trainer.packed(rows, scores, tokens, budget=300, keep=0) == {0, 1}
     pool = QuestionPool("q", "b", "t", np.zeros((4, 1)), rows, np.zeros((4, 1)), rows, tokens, {1}, [{1}, {3}, set()])
     assert ranker_trainer.recall(pool, {1, 2}) == 1 / 3
+
+
+def test_standardise_z_scores_and_leaves_near_constant_inputs_unscaled():
+    from pagerag.train.logistic import Standardise
+
+    rng = np.random.default_rng(3)
+    x = np.column_stack([rng.normal(2.0, 3.0, 50), np.full(50, 0.5), 0.5 + rng.normal(0, 1e-6, 50)])
+    s = Standardise().fit(x)
+    assert np.allclose(s.mean_, x.mean(axis=0)) and np.isclose(s.scale_[0], x[:, 0].std())
+    assert s.scale_[1] == 1.0 and s.scale_[2] == 1.0  # constant, and std below 1e-4: unscaled
+
+
+def _by_hand(pools, name, c):
+    """The leave-one-book-out loop the scikit-learn cross-validation replaced."""
+    out = {}
+    for book in sorted({p.book for p in pools}):
+        model = ranker_trainer.fit_model([p for p in pools if p.book != book], name, c)
+        for p in pools:
+            if p.book == book:
+                x, rows = ranker_trainer.variant(p, name)
+                out[p.qid] = ranker_trainer.recall(p, ranker_trainer.packed(rows, model.score(x), p.tokens,
+                                                                            keep=p.text_rank1))
+    return out
+
+
+def test_ranker_cross_validation_matches_a_hand_written_leave_one_book_out_loop():
+    rng = np.random.default_rng(2)
+    pools = []
+    for i in range(24):  # books interleaved, pools of different sizes, weak signal: recall varies
+        n = 6 + i % 7
+        x = rng.normal(size=(n, len(FEATURES)))
+        gold = {int(g) for g in rng.choice(n, size=2, replace=False)}
+        x[sorted(gold), FEATURES.index("links")] += 0.8
+        tokens = {r: int(rng.integers(150, 700)) for r in range(n)}
+        pools.append(QuestionPool(f"q{i}", f"b{i % 4}", "Fact Retrieval", x, np.arange(n),
+                                  rng.normal(size=(n, len(TEXT_FEATURES))), np.arange(n), tokens, gold,
+                                  [{g} for g in sorted(gold)], text_rank1=int(rng.integers(-1, n))))
+    for name in ("graph", "text"):
+        got = ranker_trainer.cross_validate(pools, name, 0.3)
+        want = _by_hand(pools, name, 0.3)
+        assert got == want and len(set(want.values())) > 1
+
+
+def test_need_cross_validation_matches_a_hand_written_leave_one_book_out_loop():
+    rng = np.random.default_rng(4)
+    rows = [{"id": str(i), "book": f"b{i % 4}", "question": "Who? " * (1 + i % 3), "label": CLASSES[i % 3]}
+            for i in range(80)]
+    vecs = rng.normal(size=(80, 6))
+    vecs[np.arange(80), np.arange(80) % 3] += 0.7
+    for cues in (False, True):
+        got = need_trainer.leave_books_out(rows, vecs, 0.1, cues)
+        x, y = need_trainer.design(rows, vecs, cues), np.array([r["label"] for r in rows])
+        books = np.array([r["book"] for r in rows])
+        want = np.empty(len(rows), dtype=object)
+        for book in sorted(set(books)):
+            m = need_trainer.fit(x[books != book], y[books != book], 0.1, cues)
+            logits = ((x[books == book] - m.mean) / m.scale) @ m.weights.T + m.bias
+            want[books == book] = np.array(CLASSES)[logits.argmax(axis=1)]
+        assert list(got) == list(want)

@@ -12,18 +12,18 @@ from pagerag.train.swap import Character, gender, main_character, names_characte
 
 
 def test_content_words_drop_stop_words_and_strip_suffixes():
-    assert content_words("The clerks were working in the counting-house of Scrooge's") == {
-        "clerk", "work", "count", "house", "scrooge"}
+    assert content_words("The clerks were working in the counting-house of Tolliver's") == {
+        "clerk", "work", "count", "house", "tolliver"}
     assert content_words("It is a book, and the narrator says so.") == {"says"}  # too short to strip
 
 
 def test_statement_located_at_sixty_percent_of_content_words():
-    statement = "Scrooge's clerk earns fifteen shillings a week."  # scrooge clerk earn fifteen shilling week
-    assert statement_located(statement, ["my clerk, with fifteen shillings a week, said Scrooge"])  # 5/6
-    assert not statement_located(statement, ["fifteen shillings for the clerk"])  # 3/6
+    statement = "Tolliver's clerk earns twelve pence a week."  # tolliver clerk earn twelve penc week
+    assert statement_located(statement, ["my clerk, with twelve pence a week, said Tolliver"])  # 5/6
+    assert not statement_located(statement, ["twelve pence for the clerk"])  # 3/6
     words = content_words(statement)
-    assert coverage(words, content_words("clerk fifteen shillings week")) == pytest.approx(4 / 6)
-    assert EVIDENCE_LOCATED == 0.6 and located(words, content_words("clerk fifteen shillings week"))
+    assert coverage(words, content_words("clerk twelve pence week")) == pytest.approx(4 / 6)
+    assert EVIDENCE_LOCATED == 0.6 and located(words, content_words("clerk twelve pence week"))
     assert not statement_located("", ["anything"]) and not located(frozenset(), frozenset({"x"}))
 
 
@@ -35,10 +35,10 @@ def test_book_lists_are_disjoint_and_complete():
 
 
 def test_answer_sentences_need_the_answer_string_or_most_content_words():
-    assert answer_score("fifteen shillings", content_words("fifteen shillings"), "He earns 15 shillings.") == 1.0
+    assert answer_score("twelve pence", content_words("twelve pence"), "He earns 12 pence.") == 1.0
     assert answer_score("Lieut. Pfaender took command of the battery", content_words(
         "Lieut. Pfaender took command of the battery"), "Pfaender then took command of the battery.") is not None
-    assert answer_score("fifteen shillings", content_words("fifteen shillings"), "He earns fifteen pounds.") is None
+    assert answer_score("twelve pence", content_words("twelve pence"), "He earns twelve pounds.") is None
     assert not answer_is_stated("Yes, he did.") and not answer_is_stated("No") and answer_is_stated("Normandy")
 
 
@@ -145,3 +145,25 @@ def test_the_llm_sample_takes_half_answerable_and_every_kind_of_negative_in_turn
     assert {k: kinds.count(k) for k in NEGATIVE_KINDS} == {"masked": 2, "swapped": 1, "borrowed": 1}
     assert test_book not in chosen  # a test book is never sampled
     assert [e.id for e in sample(list(reversed(pool)), per_book=8)] == [e.id for e in chosen]  # input order is irrelevant
+
+
+def test_feature_tables_of_older_sentence_features_are_read_by_name(tmp_path):
+    import gzip
+    import json
+
+    from pagerag.errors import PageRAGError
+    from pagerag.generate.sentences import SENTENCE_FEATURES
+    from pagerag.train.features import MANIFEST, read_tables
+
+    older = list(SENTENCE_FEATURES[:8]) + ["gone", "also_gone"] + list(SENTENCE_FEATURES[8:])
+    row = {"id": "x", "book": "b", "variants": {"default": {"sents": [[float(i) for i in range(len(older))]]}}}
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\n")
+    (tmp_path / MANIFEST).write_text(json.dumps({"sentence_features": older}), encoding="utf-8")
+    sents = read_tables(tmp_path)[0]["variants"]["default"]["sents"]
+    assert sents == [[float(older.index(f)) for f in SENTENCE_FEATURES]]
+    (tmp_path / MANIFEST).write_text(json.dumps({"sentence_features": list(SENTENCE_FEATURES)}), encoding="utf-8")
+    assert read_tables(tmp_path)[0]["variants"]["default"]["sents"] == row["variants"]["default"]["sents"]
+    (tmp_path / MANIFEST).write_text(json.dumps({"sentence_features": older[1:]}), encoding="utf-8")
+    with pytest.raises(PageRAGError, match="lack sentence feature"):
+        read_tables(tmp_path)
