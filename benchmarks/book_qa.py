@@ -138,7 +138,7 @@ def stage_lobo(features: Path, reads: Path) -> dict:
     model's RCS features, and the held-out reader's AUC."""
     from pagerag.generate.models import SUFFICIENCY, packaged
     from pagerag.train.books import TRAIN_BOOKS
-    from pagerag.train.features import read_tables, table_sentence_features
+    from pagerag.train.features import read_tables
     from pagerag.train.fit import nested, rcs_report
     from pagerag.train.reader_scores import read_scores
     from pagerag.train.stack import Config, load_examples
@@ -146,7 +146,7 @@ def stage_lobo(features: Path, reads: Path) -> dict:
     config = packaged(SUFFICIENCY).training["config"]
     cfg = Config(rcs_features=config["rcs_features"], rcs_prior=config["rcs_prior"])
     books = list(TRAIN_BOOKS)
-    examples = load_examples(read_tables(features, books), read_scores(reads, books), table_sentence_features(features))
+    examples = load_examples(read_tables(features, books), read_scores(reads, books))
     result = nested(examples, cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
     readers = {}
     for name in ("written", "graphrag"):

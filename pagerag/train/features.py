@@ -177,15 +177,6 @@ def extract(corpus: Path, repos: Path, out: Path, books: list[str], force: bool 
         log(f"{book}: {len(mine)} examples [{time.perf_counter() - t0:.0f}s]")
 
 
-def table_sentence_features(out: Path) -> list[str]:
-    """The names of the sentence-feature columns the tables in `out` were written with."""
-    from ..generate.sentences import SENTENCE_FEATURES
-
-    path = Path(out) / MANIFEST
-    return list(json.loads(path.read_text()).get("sentence_features", SENTENCE_FEATURES)) if path.is_file() \
-        else list(SENTENCE_FEATURES)
-
-
 def read_tables(out: Path, books: list[str] | None = None) -> list[dict]:
     """Every example row of the feature tables in `out` (optionally of some books only). Tables
     written with other sentence features (the manifest names them) are read with the current

@@ -32,7 +32,7 @@ import numpy as np
 from ..confidence.features import PAPER_FEATURES
 from ..confidence.metrics import auc_ac, brier, ece
 from .books import TRAIN_BOOKS
-from .features import read_tables, table_sentence_features
+from .features import read_tables
 from .policy import Operating, Outcome, by_kind, replay, scores
 from .reader_scores import read_scores
 from .stack import Config, Example, Stack, load_examples
@@ -263,8 +263,7 @@ def _finite(x: float) -> float | str:
 
 def run(features: Path, reads: Path, report_path: Path, write: bool, log) -> dict:
     books = list(TRAIN_BOOKS)
-    examples = load_examples(read_tables(features, books), read_scores(reads, books),
-                             table_sentence_features(features))  # test books never read
+    examples = load_examples(read_tables(features, books), read_scores(reads, books))  # test books never read
     log(f"{len(examples)} examples from {len(books_of(examples))} books")
     report: dict = {}
     names, rcs_prior, trail = select_rcs(examples, log)

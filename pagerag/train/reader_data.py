@@ -34,6 +34,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..generate.sentences import SENTENCE_FEATURES
 from .features import SENT_LABELS, read_tables
 from .stack import WRITTEN_TYPES
 
@@ -149,12 +150,11 @@ def reader_pairs(features: Path, corpus: Path, repos: Path, books: Iterable[str]
     """Every training pair of the given books (deterministic for a seed)."""
     from ..repository import Repository
     from .corpus import read_corpus
-    from .features import table_sentence_features
 
     books = list(books)
     examples = {e.id: e for e in read_corpus(corpus) if e.book in books}
     rng = random.Random(seed)
-    columns = table_sentence_features(features)
+    columns = list(SENTENCE_FEATURES)  # read_tables gives them in this order
     out: list[ReaderPair] = []
     for book in books:
         repo = Repository.open(repos / f"{book}.rag")

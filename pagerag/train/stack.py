@@ -69,10 +69,11 @@ class Example:
         return KIND_GROUPS.get(self.kind, "synthetic")
 
 
-def load_examples(rows: Sequence[dict], reads: dict[str, dict], columns: Sequence[str] = SENTENCE_FEATURES) -> list[Example]:
-    """Examples from feature-table rows and reader scores (pagerag.train.reader_scores); a row
-    with no reader scores is left out. `columns`: the tables' sentence features
-    (features.table_sentence_features); the sentence arrays keep only the ones used here."""
+def load_examples(rows: Sequence[dict], reads: dict[str, dict]) -> list[Example]:
+    """Examples from feature-table rows (features.read_tables: SENTENCE_FEATURES columns) and reader
+    scores (pagerag.train.reader_scores); a row with no reader scores is left out. The sentence
+    arrays keep only the features used here."""
+    columns = SENTENCE_FEATURES
     keep = [list(columns).index(n) for n in USED_SENTENCE_FEATURES]
     out = []
     for r in rows:

@@ -124,11 +124,11 @@ def test_swapper_keeps_only_swaps_the_book_does_not_support():
     assert half == "incomplete swap"
 
 
-def test_the_llm_sample_takes_half_answerable_and_every_kind_of_negative_in_turn():
+def test_the_calibration_sample_takes_half_answerable_then_written_then_every_other_kind_in_turn():
     from dataclasses import replace
 
+    from pagerag.train.calibration_sample import NEGATIVE_ORDER, choose
     from pagerag.train.examples import CorpusExample
-    from pagerag.train.llm_features import NEGATIVE_KINDS, sample
 
     def ex(i, kind, located=True):
         return CorpusExample(id=f"{kind}-{i}", book="Novel-2544", split="train", kind=kind, question="q?", answer="a",
@@ -136,15 +136,14 @@ def test_the_llm_sample_takes_half_answerable_and_every_kind_of_negative_in_turn
                              evidence_passage_ids=[["p"]] if located else [[]], evidence_coverage=[1.0])
 
     pool = ([ex(i, "answerable") for i in range(6)] + [ex(9, "answerable", located=False)]
-            + [ex(i, k) for k in NEGATIVE_KINDS for i in range(5)])
+            + [ex(i, k) for k in NEGATIVE_ORDER for i in range(5)])
     test_book = replace(ex(50, "masked"), book="Novel-10762", split="test")
-    chosen = sample(pool + [test_book], per_book=8)
+    chosen = choose(pool + [test_book], per_book=12)
     kinds = [e.kind for e in chosen]
-    assert kinds.count("answerable") == 4 and all(e.located for e in chosen if e.kind == "answerable")
-    assert set(NEGATIVE_KINDS) == {"masked", "swapped", "borrowed"}
-    assert {k: kinds.count(k) for k in NEGATIVE_KINDS} == {"masked": 2, "swapped": 1, "borrowed": 1}
+    assert kinds.count("answerable") == 6 and all(e.located for e in chosen if e.kind == "answerable")
+    assert {k: kinds.count(k) for k in NEGATIVE_ORDER} == {"written": 3, "masked": 1, "swapped": 1, "borrowed": 1}
     assert test_book not in chosen  # a test book is never sampled
-    assert [e.id for e in sample(list(reversed(pool)), per_book=8)] == [e.id for e in chosen]  # input order is irrelevant
+    assert [e.id for e in choose(list(reversed(pool)), per_book=12)] == [e.id for e in chosen]  # input order is irrelevant
 
 
 def test_feature_tables_of_older_sentence_features_are_read_by_name(tmp_path):
