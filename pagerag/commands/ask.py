@@ -50,11 +50,14 @@ def _open(repo: Path, pipeline: Optional[str], llm: Optional[str], config: Optio
 
 def _prefetch_question_parser(settings) -> None:
     """The RCS features parse the question with spaCy, whose import and model load are the
-    largest part of a cold `ask`: start them now, beside opening the repository and retrieving.
-    Only on the ONNX path, where nothing else imports torch meanwhile (text.nlp)."""
+    largest part of a cold `ask`: start them now, beside opening the repository and retrieving,
+    and the reader's model too. spaCy only on the ONNX path, where nothing else imports torch
+    meanwhile (text.nlp)."""
     from ..index.encoder import choose
+    from ..read import prefetch_reader
     from ..text.nlp import prefetch_spacy
 
+    prefetch_reader(settings.generate.reader)
     try:
         backend = choose(settings.embed.model, settings.embed.backend, settings.embed.precision).backend
     except PageRAGError:

@@ -13,10 +13,11 @@ tokenizer it was trained with; nothing is downloaded and torch is not imported.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -126,7 +127,45 @@ def _decode(pair: Pair, has_logit: float, start: np.ndarray, end: np.ndarray) ->
     return Read(p, (int(pair.offsets[i][0]), int(pair.offsets[j][1])), float(scores[i, j]) - null)
 
 
-@functools.lru_cache(maxsize=4)
+_LOADS: dict[str, Future] = {}
+_LOADS_LOCK = threading.Lock()
+
+
 def packaged_reader(directory: str = "") -> Reader:
-    """The reader shipped in the package (or the model directory given), loaded once per process."""
-    return Reader(Path(directory) if directory else MODEL_DIR)
+    """The reader shipped in the package (or the model directory given), loaded once per process;
+    a load `prefetch_reader` started is waited for, not repeated."""
+    future, mine = _claim(directory)
+    if mine:
+        _load_into(future, directory)
+    return future.result()
+
+
+def prefetch_reader(directory: str = "") -> None:
+    """Start loading the reader in a background thread (its checksum and ONNX session), so a cold
+    `ask` overlaps it with opening the repository and retrieving."""
+    future, mine = _claim(directory)
+    if mine:
+        threading.Thread(target=_load_into, args=(future, directory), name="reader-load", daemon=True).start()
+
+
+def forget_readers() -> None:
+    """Drop the loaded readers (tests that change a model directory)."""
+    with _LOADS_LOCK:
+        _LOADS.clear()
+
+
+def _claim(directory: str) -> tuple[Future, bool]:
+    with _LOADS_LOCK:
+        if directory in _LOADS:
+            return _LOADS[directory], False
+        _LOADS[directory] = Future()
+        return _LOADS[directory], True
+
+
+def _load_into(future: Future, directory: str) -> None:
+    try:
+        future.set_result(Reader(Path(directory) if directory else MODEL_DIR))
+    except BaseException as exc:  # handed to whoever waits; a later call tries again
+        with _LOADS_LOCK:
+            _LOADS.pop(directory, None)
+        future.set_exception(exc)

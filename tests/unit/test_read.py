@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from pagerag.errors import PageRAGError
-from pagerag.read import Passage, Reader, around, packaged_reader
+from pagerag.read import Passage, Reader, around, forget_readers, packaged_reader
 from pagerag.read.inputs import Limits, PairEncoder
 from pagerag.read.reader import MODEL_DIR, MODEL_FILE, TOKENIZER_FILE
 
@@ -58,7 +58,7 @@ def test_the_packaged_reader_loads_offline_and_reads_which_sentence_states_the_a
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(socket.socket, "connect", no_network)
-    packaged_reader.cache_clear()
+    forget_readers()
     reader = packaged_reader()
     states, names_only = reader.read(QUESTION, [Passage(STATES), Passage(NAMES_ONLY)])
     assert states.p > names_only.p
