@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 MIN_INTERVAL_S = 0.25  # at most ~4 progress lines per second per stage
 
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline")
     parser.add_argument("--config")
     parser.add_argument("--set", dest="sets", action="append", default=[])
+    parser.add_argument("--root", help="Read only files whose real path lies under this folder (the build root).")
     args = parser.parse_args(argv)
 
     events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
         settings = load_settings(args.pipeline, args.config, sets=args.sets)
         report = build_repository(args.paths, args.repo, settings, show_progress=False,
-                                  on_progress=_throttled(emit))
+                                  on_progress=_throttled(emit), root=Path(args.root) if args.root else None)
         emit(event="done", stats=report.manifest["stats"], resumed=report.resumed_stages)
         return 0
     except KeyboardInterrupt:

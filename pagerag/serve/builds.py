@@ -137,6 +137,8 @@ class BuildManager:
         """Run the worker process; relay its progress; return its last event."""
         config = self.server.config
         cmd = [sys.executable, "-m", "pagerag.serve.build_worker", "--repo", str(job.target), *job.sources]
+        if job.kind == "path":  # checked again while the files are read: a link made since cannot escape
+            cmd += ["--root", str(config.build_root)]
         if config.pipeline:
             cmd += ["--pipeline", config.pipeline]
         if config.config_file:
@@ -198,7 +200,12 @@ def _keep_tail(stream, tail: list[str], keep: int = 40) -> None:
 
 
 def confined(root: Optional[Path], requested: str) -> Path:
-    """`requested` (relative to the root, or absolute) resolved, if it lies under the root."""
+    """`requested` (relative to the root, or absolute) resolved, if it lies under the root and so
+    does every file and folder the build would read below it (symbolic links resolved at every
+    depth). The build process checks again as it reads."""
+    from ..errors import InputError
+    from ..text.load import OutsideRootError, collect_files
+
     if root is None:
         raise ApiError(403, "builds from server paths are off: start the server with --build-root DIR "
                             "(or upload the files)")
@@ -210,6 +217,12 @@ def confined(root: Optional[Path], requested: str) -> Path:
         raise ApiError(403, f"path '{requested}' is outside the build root")
     if not full.exists():
         raise ApiError(404, f"path '{requested}' does not exist under the build root")
+    try:
+        collect_files([full], root)
+    except OutsideRootError as exc:
+        raise ApiError(403, str(exc)) from None
+    except InputError as exc:
+        raise ApiError(400, str(exc)) from None
     return full
 
 
@@ -283,7 +296,11 @@ async def start_build(request: Request):
 
             raise ApiError(422, validation_message(getattr(exc, "errors", lambda: [])())) from None
         repo = _check_repo_name(body.repo)
-        sources, kind = [confined(server.config.build_root, body.path)], "path"
+        import anyio
+
+        # walking a large folder must not hold the event loop
+        full = await anyio.to_thread.run_sync(confined, server.config.build_root, body.path)
+        sources, kind = [full], "path"
     else:
         raise ApiError(415, "send JSON {\"path\", \"repo\"} or a multipart upload of .txt/.md files")
     job = server.builds.submit(repo, sources, kind)

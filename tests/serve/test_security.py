@@ -4,8 +4,10 @@ with a one-line message and the right status — never a traceback."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -127,6 +129,56 @@ def test_build_paths_are_confined_to_the_build_root(served, build_root, tmp_path
     error_of(httpx.post(builds, json={"path": "books", "repo": "../evil"}), 400)
     error_of(httpx.post(builds, json={"path": "books"}), 422)
     error_of(httpx.post(builds, content=b"books", headers={"Content-Type": "text/plain"}), 415)
+
+
+def test_a_symlink_inside_a_folder_cannot_lead_a_build_outside_the_root(served, build_root, tmp_path):
+    """The issue's probe: books/shelf/secret.txt links to a file outside --build-root."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("The vault code is 4711.\n" * 20)
+    shelf = build_root / "shelf"
+    (shelf / "deeper").mkdir(parents=True)
+    (shelf / "own.txt").write_text("Mr. Fezziwig kept a warehouse in the city of London.\n" * 3)
+    builds = served.url + "/v1/builds"
+    try:
+        cases = [("secret.txt", outside / "secret.txt"),  # absolute link to a file
+                 ("deeper/rel.txt", Path("../../../") / outside.relative_to(build_root.parent) / "secret.txt"),
+                 ("deeper/folder", outside)]  # a link to a folder, one level down
+        for name, target in cases:
+            link = shelf / name
+            link.symlink_to(target)
+            assert outside.joinpath("secret.txt").read_text() in (
+                link.read_text() if link.is_file() else (link / "secret.txt").read_text())
+            message = error_of(httpx.post(builds, json={"path": "shelf", "repo": "shelfbook"}), 403)
+            assert name in message and "outside the build root" in message and str(outside) not in message
+            link.unlink()
+        (shelf / "loop").symlink_to(Path(".."), target_is_directory=True)  # a loop back into the root
+        (shelf / "a.txt").symlink_to(Path("b.txt"))
+        (shelf / "b.txt").symlink_to(Path("a.txt"))
+        assert "loop" in error_of(httpx.post(builds, json={"path": "shelf", "repo": "shelfbook"}), 400)
+        jobs = httpx.get(builds).json()["builds"]
+        assert not [j for j in jobs if j["repo"] == "shelfbook"]  # nothing was queued
+        assert "shelfbook" not in {m["id"] for m in httpx.get(served.url + "/v1/models").json()["data"]}
+    finally:
+        shutil.rmtree(shelf)
+
+
+def test_the_build_process_checks_the_root_again_as_it_reads(build_root, tmp_path):
+    """A link made after the request was checked: the build process itself refuses it."""
+    import json
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("The vault code is 4711.\n" * 20)
+    shelf = tmp_path / "root" / "shelf"
+    shelf.mkdir(parents=True)
+    (shelf / "late.txt").symlink_to(outside)
+    run = subprocess.run([sys.executable, "-m", "pagerag.serve.build_worker", "--root", str(shelf.parent),
+                          "--repo", str(tmp_path / "late.rag"), str(shelf)],
+                         capture_output=True, text=True, timeout=300)
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    assert run.returncode != 0 and events[-1]["event"] == "error", run.stdout + run.stderr
+    assert "shelf/late.txt" in events[-1]["message"] and "outside the build root" in events[-1]["message"]
+    assert not (tmp_path / "late.rag").exists()
 
 
 def test_uploads_are_limited_in_type_and_size(served):
