@@ -32,6 +32,10 @@ def serve(
     max_upload_mb: float = typer.Option(20.0, "--max-upload-mb", help="Largest upload accepted, in MB."),
     pipeline: Optional[str] = PipelineOption,
     llm: Optional[str] = LlmOption,
+    allow_llm: Optional[List[str]] = typer.Option(
+        None, "--allow-llm", help="Another LLM backend a request may choose with \"llm\" (repeatable): openai, "
+        "llamacpp or extractive. Requests may use only the --llm backend (auto resolved at start), these, and "
+        "extractive."),
     config: Optional[Path] = ConfigOption,
     set_: Optional[List[str]] = SetOption,
 ):
@@ -41,7 +45,7 @@ def serve(
 
     cfg = _config(repo, pipeline, llm, config, set_, host=host, port=port, api_key=api_key or None,
                   build_root=build_root, repos_dir=repos_dir, allow_builds=not no_builds, workers=workers,
-                  max_upload_bytes=int(max_upload_mb * MB))
+                  max_upload_bytes=int(max_upload_mb * MB), allow_llms=list(allow_llm or []))
     _check_repos(cfg)
     _prepare_process()
     typer.echo(f"pagerag serve: loading {', '.join(cfg.repos)} …", err=True)

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+")
     parser.add_argument("--repo", required=True)
     parser.add_argument("--pipeline")
+    parser.add_argument("--llm", help="The server's LLM backend (the only one an LLM extractor may use).")
     parser.add_argument("--config")
     parser.add_argument("--set", dest="sets", action="append", default=[])
     parser.add_argument("--root", help="Read only files whose real path lies under this folder (the build root).")
@@ -42,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         from ..build import build_repository
         from ..settings import load_settings
 
-        settings = load_settings(args.pipeline, args.config, sets=args.sets)
+        settings = load_settings(args.pipeline, args.config, sets=args.sets, llm=args.llm)
         report = build_repository(args.paths, args.repo, settings, show_progress=False,
                                   on_progress=_throttled(emit), root=Path(args.root) if args.root else None)
         emit(event="done", stats=report.manifest["stats"], resumed=report.resumed_stages)

@@ -139,6 +139,7 @@ class BuildManager:
         cmd = [sys.executable, "-m", "pagerag.serve.build_worker", "--repo", str(job.target), *job.sources]
         if job.kind == "path":  # checked again while the files are read: a link made since cannot escape
             cmd += ["--root", str(config.build_root)]
+        cmd += ["--llm", config.default_llm]  # the operator's backend, never one a request named
         if config.pipeline:
             cmd += ["--pipeline", config.pipeline]
         if config.config_file:

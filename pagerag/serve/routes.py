@@ -21,7 +21,8 @@ class QuestionRequest(BaseModel):
     repo: Optional[str] = Field(None, description="Repository name (see GET /v1/repos); optional when one is served.")
     pipeline: Optional[str] = Field(None, description="Pipeline preset, e.g. full or passages-only.")
     llm: Optional[Literal["auto", "openai", "llamacpp", "extractive"]] = Field(
-        None, description="LLM backend; extractive = no LLM.")
+        None, description="LLM backend, one of those the server offers (GET /v1/health: llms); "
+                          "auto = the server's default; extractive = no LLM. Any other: 400.")
 
 
 def _server(request: Request):
@@ -121,7 +122,8 @@ async def health(request: Request) -> dict:
     for name in registry.names():
         current = registry.resolve(name).current
         versions[name] = current.version if current is not None else None
-    return {"status": "ok", "repos": versions, "auth": bool(_server(request).config.api_key)}
+    config = _server(request).config
+    return {"status": "ok", "repos": versions, "auth": bool(config.api_key), "llms": list(config.offered_llms)}
 
 
 def _stamp(response: Response, version) -> None:

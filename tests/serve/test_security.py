@@ -7,11 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
-from serving import ANSWERABLE, ThreadServer
+from serving import ANSWERABLE, ConnectionRecorder, ServerProcess, ThreadServer
 
 KEY = "test-key-0123456789"
 
@@ -78,6 +79,56 @@ def test_path_builds_are_off_without_a_build_root(keyed):
     message = error_of(httpx.post(keyed.url + "/v1/builds", json={"path": "book.txt", "repo": "x"},
                                   headers={"Authorization": f"Bearer {KEY}"}), 403)
     assert "--build-root" in message
+
+
+# ---- LLM backends: the operator's only ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def keyed_environment(carol_repo):
+    """A server started without an LLM (auto: no endpoint, no GGUF) whose environment holds an
+    OpenAI key, with every proxy variable pointing at a recorder: any attempt to reach an LLM
+    endpoint — api.openai.com included — shows up as a connection to the recorder."""
+    with ConnectionRecorder() as recorder:
+        env = {"OPENAI_API_KEY": "sk-operator-secret-0123456789", "HTTPS_PROXY": recorder.url,
+               "HTTP_PROXY": recorder.url, "ALL_PROXY": recorder.url, "https_proxy": recorder.url,
+               "http_proxy": recorder.url, "all_proxy": recorder.url, "NO_PROXY": "", "no_proxy": "",
+               "OPENAI_BASE_URL": "", "PAGERAG_LLM__GGUF": ""}
+        with ServerProcess(["--repo", f"carol={carol_repo}", "--no-builds"], env=env) as server:
+            server.recorder = recorder
+            yield server
+
+
+def test_a_request_cannot_choose_a_backend_the_operator_did_not_configure(keyed_environment):
+    url, recorder = keyed_environment.url, keyed_environment.recorder
+    chat = {"model": "carol", "messages": [{"role": "user", "content": ANSWERABLE}]}
+    refused = []
+    for backend in ("openai", "llamacpp"):
+        for path, body in (("/v1/ask", {"question": ANSWERABLE}), ("/v1/retrieve", {"question": ANSWERABLE}),
+                           ("/v1/chat/completions", chat)):
+            refused.append(httpx.post(url + path, json={**body, "llm": backend}, timeout=300))
+    time.sleep(1.0)  # a connection attempt in flight would have arrived by now
+    assert recorder.seen == []  # nothing tried to leave the machine (no proxy CONNECT, no request)
+    for response in refused:
+        message = error_of(response, 400)
+        assert "is not offered" in message and "extractive" in message
+    ok = httpx.post(url + "/v1/ask", json={"question": ANSWERABLE, "llm": "auto"}, timeout=120).json()
+    assert ok["decision"] == "answered" and ok["backend"] == "extractive"
+    assert httpx.get(url + "/v1/health").json()["llms"] == ["extractive"]
+    assert recorder.seen == []
+
+
+def test_backends_the_operator_allowed_may_be_chosen(carol_repo):
+    from pagerag.serve.config import ServeConfig
+
+    from pagerag.errors import ConfigError
+
+    config = ServeConfig(repos={"carol": carol_repo}, llm="extractive", allow_llms=["openai"], warm=False).check()
+    assert config.offered_llms == ("extractive", "openai")
+    assert config.settings(llm="openai").llm.backend == "openai"
+    with pytest.raises(ConfigError, match="'llamacpp' is not offered"):
+        config.settings(llm="llamacpp")
+    with pytest.raises(ConfigError, match="unknown --allow-llm"):
+        ServeConfig(repos={"carol": carol_repo}, allow_llms=["gpt"]).check()
 
 
 # ---- questions ------------------------------------------------------------------------------
