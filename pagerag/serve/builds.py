@@ -228,6 +228,9 @@ def confined(root: Optional[Path], requested: str) -> Path:
 
 
 def _check_repo_name(name: Any) -> str:
+    from .inputs import text_field
+
+    text_field("repo", name)
     if not isinstance(name, str) or not REPO_NAME.match(name):
         raise ApiError(400, "repo: give a repository name (letters, digits, - and _, at most 64)")
     return name
@@ -298,6 +301,10 @@ async def start_build(request: Request):
             raise ApiError(422, validation_message(getattr(exc, "errors", lambda: [])())) from None
         repo = _check_repo_name(body.repo)
         import anyio
+
+        from .inputs import text_field
+
+        text_field("path", body.path)
 
         # walking a large folder must not hold the event loop
         full = await anyio.to_thread.run_sync(confined, server.config.build_root, body.path)

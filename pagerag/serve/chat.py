@@ -67,6 +67,7 @@ async def models(request: Request) -> dict:
 @router.post("/v1/chat/completions", summary="Ask a repository as a chat model", response_model=None)
 async def chat_completions(body: ChatRequest, request: Request):
     server = request.app.state.server
+    _check_text(body)
     if body.model not in server.registry.names():
         raise ApiError(404, f"the model '{body.model}' does not exist: models are the served repositories "
                             f"({', '.join(server.registry.names())})", "invalid_request_error")
@@ -91,6 +92,21 @@ async def chat_completions(body: ChatRequest, request: Request):
                      "logprobs": None}],
         "usage": usage, "pagerag": extra,
     }
+
+
+def _check_text(body: ChatRequest) -> None:
+    """Every text field of the request is encodable text (inputs.py), before any is echoed or read."""
+    from .inputs import text_field
+
+    text_field("model", body.model)
+    text_field("pipeline", body.pipeline)
+    for i, message in enumerate(body.messages):
+        text_field(f"messages[{i}].role", message.role)
+        if isinstance(message.content, list):
+            for j, part in enumerate(message.content):
+                text_field(f"messages[{i}].content[{j}].text", part.get("text"))
+        else:
+            text_field(f"messages[{i}].content", message.content)
 
 
 def last_user_message(messages: list[ChatMessage]) -> str:

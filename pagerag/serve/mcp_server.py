@@ -49,6 +49,11 @@ def build_server(config: ServeConfig, registry):
             raise ToolError(" ".join(str(exc).split())) from None
 
     def check(question: str) -> str:
+        from .inputs import text_problem
+
+        problem = text_problem(question) if isinstance(question, str) else None
+        if problem is not None:
+            raise ToolError(f"question: not valid text ({problem})")
         if len(question) > config.max_question_chars:
             raise ToolError(f"question too long: {len(question):,} characters (limit {config.max_question_chars:,})")
         return question

@@ -41,7 +41,7 @@ async def ask(body: QuestionRequest, request: Request, response: Response) -> di
     """The `pagerag ask --json` object. The header `X-PageRAG-Version` names the repository
     version that answered."""
     server = _server(request)
-    server.check_question(body.question)
+    _check(server, body)
     version, result = await server.run(body.repo, body.pipeline, body.llm, lambda rag: rag.ask(body.question).to_dict())
     _stamp(response, version)
     return result
@@ -51,11 +51,18 @@ async def ask(body: QuestionRequest, request: Request, response: Response) -> di
 async def retrieve(body: QuestionRequest, request: Request, response: Response) -> dict:
     """The `pagerag retrieve --json` object: analysis, plan, cited evidence, hints, signals."""
     server = _server(request)
-    server.check_question(body.question)
+    _check(server, body)
     version, result = await server.run(body.repo, body.pipeline, body.llm,
                                        lambda rag: rag.retrieve(body.question).to_dict())
     _stamp(response, version)
     return result
+
+
+def _check(server, body: QuestionRequest) -> None:
+    from .inputs import text_fields
+
+    text_fields(question=body.question, repo=body.repo, pipeline=body.pipeline)
+    server.check_question(body.question)
 
 
 @router.get("/v1/repos", tags=["repositories"], summary="The served repositories and their statistics")
@@ -80,6 +87,9 @@ async def passage(request: Request, response: Response, repo: str, passage_id: s
                   context: int = Query(CONTEXT_CHARS, ge=0, le=5000, description="Characters shown on each side.")) -> dict:
     import anyio
 
+    from .inputs import text_fields
+
+    text_fields(repo=repo, passage_id=passage_id)
     registry = _server(request).registry
 
     def in_thread():
