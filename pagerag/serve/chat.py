@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 from fastapi import APIRouter, Request
@@ -23,6 +22,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ApiError
+from .public import document_name
 
 router = APIRouter(tags=["OpenAI-compatible"])
 QUOTE_CHARS = 300  # a footnote quotes at most this much of its passage
@@ -79,7 +79,8 @@ async def chat_completions(body: ChatRequest, request: Request):
     created = int(time.time())
     usage = usage_of(answer, question, content)
     extra = {"decision": answer.decision, "reason": answer.reason, "version": version.version,
-             "citations": [{"n": c.n, "file": Path(c.file).name, "line": c.line, "passage_id": c.passage_id,
+             "citations": [{"n": c.n, "file": document_name(c.file), "doc_id": c.doc_id, "line": c.line,
+                            "passage_id": c.passage_id,
                             "start": c.start, "end": c.end, "quote": c.quote} for c in answer.citations]}
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
@@ -130,7 +131,7 @@ def reply_text(answer) -> str:
         quote = " ".join(c.quote.split())
         if len(quote) > QUOTE_CHARS:
             quote = quote[: QUOTE_CHARS - 1] + "…"
-        notes.append(f"[{c.n}] {Path(c.file).name}, line {c.line}: \u201c{quote}\u201d")
+        notes.append(f"[{c.n}] {document_name(c.file)}, line {c.line}: \u201c{quote}\u201d")
     return answer.answer.strip() + ("\n\n" + "\n".join(notes) if notes else "")
 
 

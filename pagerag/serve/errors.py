@@ -35,8 +35,11 @@ class ApiError(Exception):
 
 
 def one_line(message: object) -> str:
-    # a lone surrogate echoed from a request could not be encoded into the body: make it U+FFFD
-    text = " ".join(_SURROGATE.sub("\ufffd", str(message)).split()) or "error"
+    """The message as one line a client may see: no server path (public.scrub), no lone
+    surrogate echoed from a request (it could not be encoded into the body), not too long."""
+    from .public import scrub
+
+    text = " ".join(scrub(_SURROGATE.sub("\ufffd", str(message))).split()) or "error"
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 

@@ -62,7 +62,7 @@ class Version:
     def describe(self) -> dict[str, Any]:
         manifest = self.manifest
         return {
-            "name": self.repo, "path": str(self.source), "version": self.version,
+            "name": self.repo, "version": self.version,  # no path: clients see names, not the server's disk
             "created": manifest.get("created"), "pagerag_version": manifest.get("pagerag_version"),
             "extractor": manifest.get("extractor"),
             "sources": [{"doc_id": s.get("doc_id"), "file": Path(str(s.get("path", ""))).name, "words": s.get("words")}

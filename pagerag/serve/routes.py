@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import ApiError
+from . import public
+from .errors import ApiError, one_line
 
 router = APIRouter()
 CONTEXT_CHARS = 700  # text shown on each side of a cited quote
@@ -38,22 +39,24 @@ async def page():
 
 @router.post("/v1/ask", tags=["questions"], summary="Answer with numbered citations, or refuse and say why")
 async def ask(body: QuestionRequest, request: Request, response: Response) -> dict:
-    """The `pagerag ask --json` object. The header `X-PageRAG-Version` names the repository
-    version that answered."""
+    """The `pagerag ask --json` object, except that a citation names its document (`file` is the
+    file name, `doc_id` its id), never a path on the server. The header `X-PageRAG-Version`
+    names the repository version that answered."""
     server = _server(request)
     _check(server, body)
-    version, result = await server.run(body.repo, body.pipeline, body.llm, lambda rag: rag.ask(body.question).to_dict())
+    version, result = await server.run(body.repo, body.pipeline, body.llm, lambda rag: public.answer(rag.ask(body.question)))
     _stamp(response, version)
     return result
 
 
 @router.post("/v1/retrieve", tags=["questions"], summary="The evidence for a question, without deciding")
 async def retrieve(body: QuestionRequest, request: Request, response: Response) -> dict:
-    """The `pagerag retrieve --json` object: analysis, plan, cited evidence, hints, signals."""
+    """The `pagerag retrieve --json` object: analysis, plan, cited evidence (each naming its
+    document, not a server path), hints, signals."""
     server = _server(request)
     _check(server, body)
     version, result = await server.run(body.repo, body.pipeline, body.llm,
-                                       lambda rag: rag.retrieve(body.question).to_dict())
+                                       lambda rag: public.retrieval(rag.retrieve(body.question)))
     _stamp(response, version)
     return result
 
@@ -71,10 +74,10 @@ async def repos(request: Request) -> dict:
     out = []
     for name in registry.names():
         served = registry.resolve(name)
-        entry = served.current.describe() if served.current is not None else {"name": name, "path": str(served.source)}
+        entry = served.current.describe() if served.current is not None else {"name": name}
         entry["reloading"] = served.reloading
         if served.error:
-            entry["error"] = served.error
+            entry["error"] = one_line(served.error)
         out.append(entry)
     return {"repos": out}
 
