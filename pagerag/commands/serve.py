@@ -26,6 +26,10 @@ def serve(
     repos_dir: Optional[Path] = typer.Option(None, "--repos-dir",
                                              help="Where repositories built under a new name go (default: beside the first --repo)."),
     no_builds: bool = typer.Option(False, "--no-builds", help="Refuse build jobs."),
+    max_builds: int = typer.Option(3, "--max-builds", help="Build jobs queued or running at once; one more is "
+                                   "refused with 429 and Retry-After."),
+    allow_remove: bool = typer.Option(False, "--allow-remove", help="Let DELETE /v1/repos/NAME remove (unserve and "
+                                      "delete) a repository that a build job of this server created."),
     workers: int = typer.Option(1, "--workers", help="Questions answered at once (threads); more wait their turn. "
                                 "1 is fastest for the extractive and local backends (the work holds the GIL: "
                                 "2 threads gave 4.4 answers/s against 5.4 on 2 cores); raise it for a remote LLM."),
@@ -45,6 +49,7 @@ def serve(
 
     cfg = _config(repo, pipeline, llm, config, set_, host=host, port=port, api_key=api_key or None,
                   build_root=build_root, repos_dir=repos_dir, allow_builds=not no_builds, workers=workers,
+                  max_builds=max_builds, allow_remove=allow_remove,
                   max_upload_bytes=int(max_upload_mb * MB), allow_llms=list(allow_llm or []))
     _check_repos(cfg)
     _prepare_process()

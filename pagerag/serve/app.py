@@ -26,7 +26,7 @@ class Server:
 
     config: ServeConfig
     registry: Registry
-    builds: Any = None  # builds.BuildManager
+    builds: Any = None  # jobs.BuildManager
     limiter: Any = None  # anyio.CapacityLimiter, made inside the event loop
 
     async def run(self, repo: str | None, pipeline: str | None, llm: str | None,
@@ -60,9 +60,10 @@ def create_app(config: ServeConfig, registry: Registry):
 
     from . import builds, chat, errors, routes
     from .guard import Guard
+    from .jobs import BuildManager
 
     server = Server(config, registry)
-    server.builds = builds.BuildManager(server)
+    server.builds = BuildManager(server)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):

@@ -35,6 +35,8 @@ class ServeConfig:
     build_root: Path | None = None  # POST /v1/builds {"path"} must lie under it; None = path builds off
     repos_dir: Path | None = None  # where repositories built under a new name go
     allow_builds: bool = True
+    max_builds: int = 3  # build jobs queued or running at once; one more is a 429 (--max-builds)
+    allow_remove: bool = False  # DELETE /v1/repos/{name} may remove a repository a build job made (--allow-remove)
     pipeline: str | None = None  # default pipeline preset for questions and builds
     llm: str | None = None  # default LLM backend
     allow_llms: list[str] = field(default_factory=list)  # more backends a request may choose (--allow-llm)
@@ -61,6 +63,8 @@ class ServeConfig:
             raise ConfigError(f"--port must be 0-65535, got {self.port}")
         if self.workers < 1:
             raise ConfigError(f"--workers must be at least 1, got {self.workers}")
+        if self.max_builds < 1:
+            raise ConfigError(f"--max-builds must be at least 1, got {self.max_builds}")
         if self.llm is not None and self.llm not in LLM_CHOICES:
             raise ConfigError(f"unknown --llm '{self.llm}' (choose {', '.join(LLM_CHOICES)})")
         for name in self.allow_llms:

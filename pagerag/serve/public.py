@@ -45,16 +45,25 @@ def retrieval(retrieval) -> dict[str, Any]:
 
 
 def scrub(message: str) -> str:
-    """`message` with each absolute path on this machine (one that exists, or whose folder does)
-    replaced by its last part: a library error names the file, not where it lives. Paths that
-    are not on this machine (an endpoint such as /v1/builds) are left as they are."""
+    """`message` with each absolute path on this machine replaced by its last part: a library
+    error names the file, not where it lives. A path is on this machine when it, or a folder
+    it lies in (below /), exists — also a file deleted since, such as an upload. Paths that are
+    not (an endpoint such as /v1/builds) are left as they are."""
     return _ABSOLUTE.sub(_shorten, message)
 
 
 def _shorten(match: re.Match) -> str:
     token = match.group(1)
     path = token.rstrip(".:")
-    parent = os.path.dirname(path.rstrip("/"))
-    if os.path.exists(path) or (parent not in ("", "/") and os.path.isdir(parent)):
-        return document_name(path) + token[len(path):]
-    return token
+    return document_name(path) + token[len(path):] if _on_this_machine(path) else token
+
+
+def _on_this_machine(path: str) -> bool:
+    if os.path.exists(path):
+        return True
+    folder = os.path.dirname(path.rstrip("/"))
+    while folder not in ("", "/"):
+        if os.path.isdir(folder):
+            return True
+        folder = os.path.dirname(folder)
+    return False

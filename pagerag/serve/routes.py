@@ -82,6 +82,43 @@ async def repos(request: Request) -> dict:
     return {"repos": out}
 
 
+@router.delete("/v1/repos/{repo}", tags=["repositories"],
+               summary="Remove a repository that a build job created (when the server allows it)")
+async def remove_repo(request: Request, repo: str) -> dict:
+    """Stops serving it and deletes it from disk (its build cache too). Only with `--allow-remove`,
+    and only a repository a build job of this server created: the operator's own (`--repo`)
+    are never removed through the API. Questions in flight finish on it first."""
+    import anyio
+
+    from .inputs import text_fields
+
+    text_fields(repo=repo)
+    server = _server(request)
+    if not server.config.allow_remove:
+        raise ApiError(403, "removing repositories is off on this server (start it with --allow-remove)")
+    served = server.registry.resolve(repo)
+    if not served.built_by_job:
+        raise ApiError(403, f"'{repo}' was given to this server by its operator: only a repository built "
+                            "through /v1/builds can be removed")
+    job = server.builds.pending_for(repo)
+    if job is not None:
+        raise ApiError(409, f"a build of '{repo}' is {job.status} (job {job.id}): cancel it first")
+    server.registry.remove(repo)
+    await anyio.to_thread.run_sync(_delete_repository, served.source)
+    return {"removed": repo}
+
+
+def _delete_repository(source) -> None:
+    import shutil
+
+    from ..build import cache_dir_for
+    from . import pins
+
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.rmtree(cache_dir_for(source), ignore_errors=True)
+    pins.forget(source)
+
+
 @router.get("/v1/repos/{repo}/passages/{passage_id}", tags=["repositories"],
             summary="A cited quote in its surrounding text, with its file and line")
 async def passage(request: Request, response: Response, repo: str, passage_id: str,
