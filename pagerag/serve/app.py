@@ -58,7 +58,7 @@ def create_app(config: ServeConfig, registry: Registry):
     from fastapi import FastAPI
     from fastapi.staticfiles import StaticFiles
 
-    from . import builds, chat, errors, routes
+    from . import builds, chat, docs, errors, routes
     from .guard import Guard
     from .jobs import BuildManager
 
@@ -72,7 +72,7 @@ def create_app(config: ServeConfig, registry: Registry):
         registry.close()
 
     app = FastAPI(
-        title="PAGE-RAG", version=__version__, lifespan=lifespan,
+        title="PAGE-RAG", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,  # docs.py serves /docs
         description="Ask questions of whole books: answers with numbered citations, or a refusal that says why. "
                     "Every error is `{\"error\": {\"message\", \"type\", \"status\"}}`. With an API key configured, "
                     "send `Authorization: Bearer <key>` on every /v1/ request.",
@@ -82,6 +82,7 @@ def create_app(config: ServeConfig, registry: Registry):
     app.include_router(routes.router)
     app.include_router(chat.router)
     app.include_router(builds.router)
+    app.include_router(docs.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(Guard, config=config)
     return app

@@ -85,6 +85,13 @@ def test_openapi_schema_and_docs_page(served):
     assert "question" in json.dumps(schema["components"]["schemas"]["QuestionRequest"])
     docs = httpx.get(served.url + "/docs", timeout=30)
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    # the console's assets come from the package, never a CDN (the browser test loads it offline)
+    assert "http://" not in docs.text and "https://" not in docs.text and "//cdn" not in docs.text
+    for asset in ("/static/swagger-ui/swagger-ui-bundle.js", "/static/swagger-ui/swagger-ui.css",
+                  "/static/swagger-ui/LICENSE"):
+        assert httpx.get(served.url + asset, timeout=30).status_code == 200, asset
+    assert '"validatorUrl": null' in docs.text  # Swagger UI would otherwise send the schema to a public validator
+    assert httpx.get(served.url + "/redoc", timeout=30).status_code == 404  # FastAPI's CDN-only ReDoc is off
 
 
 def test_the_page_and_its_assets_are_served_from_the_package(served):
@@ -93,6 +100,9 @@ def test_the_page_and_its_assets_are_served_from_the_package(served):
     for asset in ("/static/app.js", "/static/style.css"):
         assert httpx.get(served.url + asset, timeout=30).status_code == 200
     assert "http://" not in page.text.replace("http://www.w3.org", "") and "https://" not in page.text  # no CDN
+    icon = httpx.get(served.url + "/favicon.ico", timeout=30)  # what browsers ask for on their own
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml") and b"<svg" in icon.content
+    assert 'rel="icon" href="/static/favicon.svg"' in page.text
 
 
 def test_clients_never_see_a_server_path(served, carol_repo, carol_excerpt, build_root):

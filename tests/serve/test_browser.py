@@ -34,6 +34,7 @@ def browser():
     options.binary_location = str(CHROMIUM)
     for flag in [*FLAGS, f"--user-data-dir={profile}"]:
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # every request the pages make
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(60)
     try:
@@ -140,6 +141,43 @@ def test_page_builds_an_upload_with_a_live_progress_bar(browser, served, tmp_pat
     answer = httpx.post(served.url + "/v1/ask", json={"question": "Who gave a ball for his apprentices?",
                                                       "repo": "fezziwig"}, timeout=120).json()
     assert answer["decision"] in ("answered", "refused")  # the new repository is served
+
+
+def _requested_urls(driver) -> list[str]:
+    """The URLs of the requests the browser sent since the last call (Chromium's network log)."""
+    import json
+
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def _leaving_loopback(urls: list[str], base: str) -> list[str]:
+    """The network requests (http, https, ws, wss) that went anywhere but this server; the
+    browser's own chrome:// pages, data: and blob: URLs do not touch the network."""
+    network = [u for u in urls if u.split(":", 1)[0] in ("http", "https", "ws", "wss")]
+    return [u for u in network if not u.startswith(base + "/")]
+
+
+def test_docs_page_loads_offline_with_no_request_leaving_loopback(browser, served):
+    from selenium.webdriver.common.by import By
+
+    _requested_urls(browser)  # forget what earlier tests requested
+    browser.get(served.url + "/docs")
+    title = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".swagger-ui .info .title"), 60)[0]
+    assert "PAGE-RAG" in title.text
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path"), 60)  # the schema's operations
+    paths = {e.text.replace("\u200b", "") for e in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+    assert {"/v1/ask", "/v1/chat/completions", "/v1/builds"} <= paths
+    browser.get(served.url + "/")  # the page too: everything it loads is the server's
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#repo option"), 60)
+    urls = _requested_urls(browser)
+    assert any(u.endswith("/static/swagger-ui/swagger-ui-bundle.js") for u in urls)
+    assert any(u.endswith("/favicon.svg") or u.endswith("/favicon.ico") for u in urls)
+    assert _leaving_loopback(urls, served.url) == []
 
 
 def _screenshot(driver, path: Path, also: str | None = None) -> None:
