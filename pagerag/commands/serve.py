@@ -52,15 +52,17 @@ def serve(
                   max_builds=max_builds, allow_remove=allow_remove,
                   max_upload_bytes=int(max_upload_mb * MB), allow_llms=list(allow_llm or []))
     _check_repos(cfg)
+    from ..serve.listen import bind, url_of
+
+    sock = bind(cfg.host, cfg.port)  # a port in use fails here, before loading and before any URL is shown
     _prepare_process()
     typer.echo(f"pagerag serve: loading {', '.join(cfg.repos)} …", err=True)
     registry = Registry(cfg).start()
-    shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
-    typer.echo(f"pagerag serve: http://{shown}:{cfg.port}/  (API docs /docs; "
+    typer.echo(f"pagerag serve: {url_of(sock, cfg.host)}  (API docs /docs; "
                f"{'API key required' if cfg.api_key else 'no API key: loopback only'})", err=True)
     from ..serve.app import run
 
-    run(cfg, registry)
+    run(cfg, registry, sock)
 
 
 def mcp(

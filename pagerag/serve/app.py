@@ -88,10 +88,11 @@ def create_app(config: ServeConfig, registry: Registry):
     return app
 
 
-def run(config: ServeConfig, registry: Registry) -> None:
-    """Serve until interrupted (the `pagerag serve` command)."""
+def run(config: ServeConfig, registry: Registry, sock) -> None:
+    """Serve on the bound socket `sock` (listen.py) until interrupted (the `pagerag serve` command)."""
     import uvicorn
 
     app = create_app(config, registry)
-    uvicorn.run(app, host=config.host, port=config.port, log_level="info", access_log=False,
-                timeout_graceful_shutdown=10)
+    server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=sock.getsockname()[1], log_level="info",
+                                           access_log=False, timeout_graceful_shutdown=10))
+    server.run(sockets=[sock])

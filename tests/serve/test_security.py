@@ -43,6 +43,43 @@ def test_binding_beyond_loopback_without_a_key_is_refused(carol_repo):
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no repository here" in missing.stderr
 
 
+def test_a_port_in_use_is_one_line_and_no_url(carol_repo):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        run = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo), "--port", str(port)],
+                             capture_output=True, text=True, timeout=300)
+    output = run.stdout + run.stderr
+    assert run.returncode != 0, output
+    assert f"port {port}" in run.stderr and "already in use" in run.stderr and "--port" in run.stderr
+    assert "http://" not in output and "loading" not in output and "Traceback" not in output  # nothing like success
+    assert run.stderr.count("\n") == 1
+    assert time.monotonic() - started < 120  # refused before the repositories load
+
+
+def test_port_zero_prints_the_port_really_bound(carol_repo):
+    import re
+
+    process = subprocess.Popen([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo), "--port", "0",
+                                "--llm", "extractive"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        line = ""
+        while "http://" not in line and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            assert line or process.poll() is None, "the server exited"
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1))
+        assert port != 0
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=30).json()["status"] == "ok"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
 def test_dns_rebinding_and_cross_site_requests_are_refused(served):
     message = error_of(httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"},
                                   headers={"Host": "attacker.example"}), 421)
