@@ -61,7 +61,7 @@ def standalone(turns: list[tuple[str, str]], rag: Any, max_chars: int) -> Standa
             result.question, result.method = rewritten, "llm"
             return result
     resolved = resolve_pronouns(earlier, question, rag)
-    if resolved != question:
+    if resolved != question and len(resolved) <= max_chars:
         result.question, result.method = resolved, "pronouns"
     return result
 
@@ -83,9 +83,10 @@ def _with_llm(llm, earlier: list[tuple[str, str]], question: str, max_chars: int
         reply, _ = charged(llm, cost, lambda: complete_json(llm, messages, max_tokens=120, required=("question",)))
     except BackendError:
         return None  # no rewrite rather than no answer: the pronoun rule takes over
+    from .inputs import text_problem
+
     rewritten = " ".join(str(reply.get("question", "")).split())
-    usable = 0 < len(rewritten) <= max_chars and rewritten.encode("utf-8", "replace") == rewritten.encode("utf-8", "ignore")
-    return rewritten if usable else None
+    return rewritten if 0 < len(rewritten) <= max_chars and text_problem(rewritten) is None else None
 
 
 # ---- without an LLM: pronouns to the entities of the previous turns ---------------------------

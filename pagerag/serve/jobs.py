@@ -173,6 +173,8 @@ class BuildManager:
 
     def _run(self, job: Job) -> None:
         with self._lock:
+            if job.done:  # cancelled while it was being taken off the queue
+                return None
             if job.cancel_requested:
                 return self._end(job, "cancelled")
             job.started = time.time()
