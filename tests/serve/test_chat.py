@@ -104,13 +104,13 @@ def test_a_follow_up_is_answered_as_the_standalone_question_of_the_conversation(
     assert extra["question"] == "What did Marley wear?"  # "he" is the Marley of the previous question
     assert extra["rewritten_from"] == FOLLOW_UP and extra["rewrite"] == "pronouns"
     content = second.choices[0].message.content
-    assert content.startswith("Answering: \u201cWhat did Marley wear?\u201d\n\n")  # the reply says what it answered
-    assert "chains" in content, content  # Marley's chains, from the book
+    direct = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": "What did Marley wear?"}])
+    # the reply says what it answered, then is exactly the answer to that standalone question
+    assert content == "Answering: \u201cWhat did Marley wear?\u201d\n\n" + direct.choices[0].message.content
 
     alone = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": FOLLOW_UP}])
     assert alone.model_extra["pagerag"]["question"] == FOLLOW_UP and alone.model_extra["pagerag"]["rewrite"] is None
     assert not alone.choices[0].message.content.startswith("Answering:")
-    assert "chains" not in alone.choices[0].message.content  # alone, "he" is nobody in particular
 
     streamed = client.chat.completions.create(model="carol", stream=True,
                                               messages=[*history, {"role": "user", "content": FOLLOW_UP}])
