@@ -69,6 +69,26 @@ class PageRAG:
         return retrieve(_check(question), self.state, self.settings, budget=budget, encode=self.encode, llm=llm,
                         exclude=exclude)
 
+    def entities_in(self, text: str) -> list[dict[str, Any]]:
+        """The governed graph's entities that `text` names (exact and fuzzy name links, best
+        first, one per entity): `name`, `entity_id`, `type`, `mention`, `start`, `end`, `score`.
+        Cheap (no encoder, no LLM): how a chat finds who an earlier turn was about."""
+        from .retrieve import linking
+
+        view = self.state.view("governed")
+        if not view.graph.entities or not text.strip():
+            return []
+        tokens = linking.tokenize(text)
+        links, covered = linking.link_exact(text, tokens, view)
+        fuzzy, _ = linking.link_fuzzy(text, tokens, covered, view, self.settings.retrieve.fuzzy_link_threshold)
+        found: dict[str, dict[str, Any]] = {}
+        for link in sorted(links + fuzzy, key=lambda l: -l.score):
+            if link.entity_id not in found and link.score >= linking.MIN_LINK_SCORE:
+                found[link.entity_id] = {"name": link.name, "entity_id": link.entity_id,
+                                         "type": view.entity(link.entity_id).type, "mention": link.mention,
+                                         "start": link.start, "end": link.end, "score": link.score}
+        return sorted(found.values(), key=lambda e: e["start"])
+
     def ask(self, question: str, exclude: set[str] | None = None):
         """Answer with citations, or refuse with a reason (a pagerag.records.Answer); `exclude` as
         in `retrieve`."""

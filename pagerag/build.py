@@ -90,10 +90,11 @@ def cache_dir_for(repo: Path) -> Path:
 
 def build_repository(
     paths: list[str | Path], repo: str | Path, settings: Settings, show_progress: bool = True,
-    on_progress: ProgressListener | None = None,
+    on_progress: ProgressListener | None = None, root: Path | None = None,
 ) -> BuildReport:
     """Build a repository from `paths` and publish it atomically at `repo`. `on_progress(stage,
-    completed, total)` watches the stages (with or without the progress bars)."""
+    completed, total)` watches the stages (with or without the progress bars). With `root` (a
+    server's build root) every file read must really lie under it, symbolic links resolved."""
     from .repository import check_target, clean_stale_staging, publish, staging_dir, validate_repository
     from .text.load import load_sources
 
@@ -107,7 +108,7 @@ def build_repository(
     staging = staging_dir(repo)
     # Loading is fast and is where bad input shows up: do it before any progress bar is drawn,
     # so an error is the only line the user sees.
-    docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths], settings.chunk))
+    docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths], settings.chunk, root=root))
     try:
         with StageProgress(show_progress, listener=on_progress) as progress:
             passages, vectors, bm25, graph_stage, windows = _run_stages(docs, settings, cache, progress, timings, llm)

@@ -214,9 +214,10 @@ def check_target(repo: Path) -> None:
         raise RepositoryError(f"{repo}: cannot write in {parent} ({exc.strerror or exc})") from None
 
 
-def staging_dir(repo: Path) -> Path:
+def staging_dir(repo: Path, pid: int | None = None) -> Path:
+    """Where the build process `pid` (default: this one) stages `repo` before publishing it."""
     repo = repo.resolve()
-    return repo.parent / f".{repo.name}.staging-{os.getpid()}"
+    return repo.parent / f".{repo.name}.staging-{os.getpid() if pid is None else pid}"
 
 
 def clean_stale_staging(repo: Path) -> None:

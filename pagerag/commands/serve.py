@@ -26,12 +26,20 @@ def serve(
     repos_dir: Optional[Path] = typer.Option(None, "--repos-dir",
                                              help="Where repositories built under a new name go (default: beside the first --repo)."),
     no_builds: bool = typer.Option(False, "--no-builds", help="Refuse build jobs."),
+    max_builds: int = typer.Option(3, "--max-builds", help="Build jobs queued or running at once; one more is "
+                                   "refused with 429 and Retry-After."),
+    allow_remove: bool = typer.Option(False, "--allow-remove", help="Let DELETE /v1/repos/NAME remove (unserve and "
+                                      "delete) a repository that a build job of this server created."),
     workers: int = typer.Option(1, "--workers", help="Questions answered at once (threads); more wait their turn. "
                                 "1 is fastest for the extractive and local backends (the work holds the GIL: "
                                 "2 threads gave 4.4 answers/s against 5.4 on 2 cores); raise it for a remote LLM."),
     max_upload_mb: float = typer.Option(20.0, "--max-upload-mb", help="Largest upload accepted, in MB."),
     pipeline: Optional[str] = PipelineOption,
     llm: Optional[str] = LlmOption,
+    allow_llm: Optional[List[str]] = typer.Option(
+        None, "--allow-llm", help="Another LLM backend a request may choose with \"llm\" (repeatable): openai, "
+        "llamacpp or extractive. Requests may use only the --llm backend (auto resolved at start), these, and "
+        "extractive."),
     config: Optional[Path] = ConfigOption,
     set_: Optional[List[str]] = SetOption,
 ):
@@ -41,17 +49,20 @@ def serve(
 
     cfg = _config(repo, pipeline, llm, config, set_, host=host, port=port, api_key=api_key or None,
                   build_root=build_root, repos_dir=repos_dir, allow_builds=not no_builds, workers=workers,
-                  max_upload_bytes=int(max_upload_mb * MB))
+                  max_builds=max_builds, allow_remove=allow_remove,
+                  max_upload_bytes=int(max_upload_mb * MB), allow_llms=list(allow_llm or []))
     _check_repos(cfg)
+    from ..serve.listen import bind, url_of
+
+    sock = bind(cfg.host, cfg.port)  # a port in use fails here, before loading and before any URL is shown
     _prepare_process()
     typer.echo(f"pagerag serve: loading {', '.join(cfg.repos)} …", err=True)
     registry = Registry(cfg).start()
-    shown = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
-    typer.echo(f"pagerag serve: http://{shown}:{cfg.port}/  (API docs /docs; "
+    typer.echo(f"pagerag serve: {url_of(sock, cfg.host)}  (API docs /docs; "
                f"{'API key required' if cfg.api_key else 'no API key: loopback only'})", err=True)
     from ..serve.app import run
 
-    run(cfg, registry)
+    run(cfg, registry, sock)
 
 
 def mcp(

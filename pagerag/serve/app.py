@@ -26,7 +26,7 @@ class Server:
 
     config: ServeConfig
     registry: Registry
-    builds: Any = None  # builds.BuildManager
+    builds: Any = None  # jobs.BuildManager
     limiter: Any = None  # anyio.CapacityLimiter, made inside the event loop
 
     async def run(self, repo: str | None, pipeline: str | None, llm: str | None,
@@ -58,11 +58,12 @@ def create_app(config: ServeConfig, registry: Registry):
     from fastapi import FastAPI
     from fastapi.staticfiles import StaticFiles
 
-    from . import builds, chat, errors, routes
+    from . import builds, chat, docs, errors, routes
     from .guard import Guard
+    from .jobs import BuildManager
 
     server = Server(config, registry)
-    server.builds = builds.BuildManager(server)
+    server.builds = BuildManager(server)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
@@ -71,7 +72,7 @@ def create_app(config: ServeConfig, registry: Registry):
         registry.close()
 
     app = FastAPI(
-        title="PAGE-RAG", version=__version__, lifespan=lifespan,
+        title="PAGE-RAG", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,  # docs.py serves /docs
         description="Ask questions of whole books: answers with numbered citations, or a refusal that says why. "
                     "Every error is `{\"error\": {\"message\", \"type\", \"status\"}}`. With an API key configured, "
                     "send `Authorization: Bearer <key>` on every /v1/ request.",
@@ -81,15 +82,17 @@ def create_app(config: ServeConfig, registry: Registry):
     app.include_router(routes.router)
     app.include_router(chat.router)
     app.include_router(builds.router)
+    app.include_router(docs.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(Guard, config=config)
     return app
 
 
-def run(config: ServeConfig, registry: Registry) -> None:
-    """Serve until interrupted (the `pagerag serve` command)."""
+def run(config: ServeConfig, registry: Registry, sock) -> None:
+    """Serve on the bound socket `sock` (listen.py) until interrupted (the `pagerag serve` command)."""
     import uvicorn
 
     app = create_app(config, registry)
-    uvicorn.run(app, host=config.host, port=config.port, log_level="info", access_log=False,
-                timeout_graceful_shutdown=10)
+    server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=sock.getsockname()[1], log_level="info",
+                                           access_log=False, timeout_graceful_shutdown=10))
+    server.run(sockets=[sock])

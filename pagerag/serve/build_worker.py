@@ -8,16 +8,27 @@ sent to stderr):
     {"event": "progress", "stage": "embed", "completed": 512, "total": 2081}
     {"event": "done", "stats": {...}, "resumed": ["embed"]}
     {"event": "error", "message": "one line"}
+
+SIGTERM cancels the build (the server's DELETE /v1/builds/{id}): the build stops where it is and
+removes its staging directory, so nothing is published — unless it is already publishing, when
+it finishes (a repository is published whole or not at all).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
 import sys
 import time
+from pathlib import Path
 
 MIN_INTERVAL_S = 0.25  # at most ~4 progress lines per second per stage
+PUBLISHING = 2  # the publish stage's step after which the new version is being swapped in
+
+
+class Cancelled(BaseException):
+    """SIGTERM: a BaseException, so that no library's `except Exception` swallows it."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,8 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+")
     parser.add_argument("--repo", required=True)
     parser.add_argument("--pipeline")
+    parser.add_argument("--llm", help="The server's LLM backend (the only one an LLM extractor may use).")
     parser.add_argument("--config")
     parser.add_argument("--set", dest="sets", action="append", default=[])
+    parser.add_argument("--root", help="Read only files whose real path lies under this folder (the build root).")
     args = parser.parse_args(argv)
 
     events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -36,15 +49,21 @@ def main(argv: list[str] | None = None) -> int:
     def emit(**event) -> None:
         events.write(json.dumps(event) + "\n")
 
+    publishing = {"now": False}
+    signal.signal(signal.SIGTERM, _cancel_unless(publishing))
     try:
         from ..build import build_repository
         from ..settings import load_settings
 
-        settings = load_settings(args.pipeline, args.config, sets=args.sets)
+        settings = load_settings(args.pipeline, args.config, sets=args.sets, llm=args.llm)
         report = build_repository(args.paths, args.repo, settings, show_progress=False,
-                                  on_progress=_throttled(emit))
+                                  on_progress=_watch_publish(publishing, _throttled(emit)),
+                                  root=Path(args.root) if args.root else None)
         emit(event="done", stats=report.manifest["stats"], resumed=report.resumed_stages)
         return 0
+    except Cancelled:  # build_repository's own cleanup has removed the staging directory
+        emit(event="error", message="cancelled; nothing was published")
+        return 143
     except KeyboardInterrupt:
         emit(event="error", message="the build was interrupted; the previous repository is intact")
         return 130
@@ -59,6 +78,23 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         emit(event="error", message=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}")
         return 1
+
+
+def _cancel_unless(publishing: dict):
+    def handler(_signum, _frame) -> None:
+        if not publishing["now"]:
+            raise Cancelled()
+
+    return handler
+
+
+def _watch_publish(publishing: dict, listener):
+    def watch(stage: str, completed: int, total: int | None) -> None:
+        if stage == "publish" and completed >= PUBLISHING:
+            publishing["now"] = True  # too late to cancel: finish, so the swap is whole
+        listener(stage, completed, total)
+
+    return watch
 
 
 def _throttled(emit):

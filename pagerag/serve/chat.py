@@ -1,8 +1,11 @@
 """OpenAI-compatible endpoints: `GET /v1/models` (one model per repository) and
 `POST /v1/chat/completions`.
 
-The last user message is the question. The reply is the answer with its citations as numbered
-footnotes (file, line, quote), or — for a refusal — an ordinary assistant message that says why.
+The last user message is the question, made to stand alone from the earlier turns
+(conversation.py: "When did he die?" after "Who was Marley?" is answered as "When did Marley
+die?"); the reply says which question it answered when that differs from the message. The reply
+is the answer with its citations as numbered footnotes (file, line, quote), or — for a refusal —
+an ordinary assistant message that says why.
 The answer is verified (citations checked, evidence judged) before anything is sent, so a
 streamed reply is the verified answer sent in pieces, never unchecked text.
 
@@ -15,14 +18,14 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from .errors import ApiError
+from .public import document_name
 
 router = APIRouter(tags=["OpenAI-compatible"])
 QUOTE_CHARS = 300  # a footnote quotes at most this much of its passage
@@ -39,7 +42,7 @@ class ChatMessage(BaseModel):
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    include_usage: bool = False
+    include_usage: StrictBool = False
 
 
 class ChatRequest(BaseModel):
@@ -47,7 +50,7 @@ class ChatRequest(BaseModel):
 
     model: str = Field(..., description="A repository name (see GET /v1/models).")
     messages: list[ChatMessage] = Field(..., min_length=1)
-    stream: bool = False
+    stream: StrictBool = False  # "yes", 1 …: a 422, not a guess
     stream_options: Optional[StreamOptions] = None
     pipeline: Optional[str] = Field(None, description="Extension: pipeline preset.")
     llm: Optional[Literal["auto", "openai", "llamacpp", "extractive"]] = Field(None, description="Extension: LLM backend.")
@@ -67,18 +70,30 @@ async def models(request: Request) -> dict:
 @router.post("/v1/chat/completions", summary="Ask a repository as a chat model", response_model=None)
 async def chat_completions(body: ChatRequest, request: Request):
     server = request.app.state.server
+    _check_text(body)
     if body.model not in server.registry.names():
         raise ApiError(404, f"the model '{body.model}' does not exist: models are the served repositories "
                             f"({', '.join(server.registry.names())})", "invalid_request_error")
-    question = last_user_message(body.messages)
-    server.check_question(question)
-    version, answer = await server.run(body.model, body.pipeline, body.llm, lambda rag: rag.ask(question))
-    content = reply_text(answer)
+    turns = conversation_turns(body.messages)
+    server.check_question(turns[-1][1])
+    limit = server.config.max_question_chars
+
+    def answer_standalone(rag):
+        from .conversation import standalone
+
+        asked = standalone(turns, rag, limit)
+        return asked, rag.ask(asked.question)
+
+    version, (asked, answer) = await server.run(body.model, body.pipeline, body.llm, answer_standalone)
+    content = reply_text(answer, asked)
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
-    usage = usage_of(answer, question, content)
+    usage = usage_of(answer, asked, content)
     extra = {"decision": answer.decision, "reason": answer.reason, "version": version.version,
-             "citations": [{"n": c.n, "file": Path(c.file).name, "line": c.line, "passage_id": c.passage_id,
+             "question": asked.question, "rewritten_from": asked.original if asked.rewritten else None,
+             "rewrite": asked.method,
+             "citations": [{"n": c.n, "file": document_name(c.file), "doc_id": c.doc_id, "line": c.line,
+                            "passage_id": c.passage_id,
                             "start": c.start, "end": c.end, "quote": c.quote} for c in answer.citations]}
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
@@ -93,20 +108,45 @@ async def chat_completions(body: ChatRequest, request: Request):
     }
 
 
-def last_user_message(messages: list[ChatMessage]) -> str:
-    for message in reversed(messages):
-        if message.role == "user":
-            content = message.content
-            if isinstance(content, list):  # content parts: keep the text ones
-                content = " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
-            if content and str(content).strip():
-                return str(content)
-            break
-    raise ApiError(400, "no user message with text: the last user message is the question")
+def _check_text(body: ChatRequest) -> None:
+    """Every text field of the request is encodable text (inputs.py), before any is echoed or read."""
+    from .inputs import text_field
+
+    text_field("model", body.model)
+    text_field("pipeline", body.pipeline)
+    for i, message in enumerate(body.messages):
+        text_field(f"messages[{i}].role", message.role)
+        if isinstance(message.content, list):
+            for j, part in enumerate(message.content):
+                text_field(f"messages[{i}].content[{j}].text", part.get("text"))
+        else:
+            text_field(f"messages[{i}].content", message.content)
 
 
-def reply_text(answer) -> str:
-    """The answer and its numbered footnotes, or the refusal and why."""
+def conversation_turns(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    """(role, text) of the user and assistant messages up to the last user message, which is
+    the question (system messages and other roles are not part of the conversation here)."""
+    last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if last is None or not message_text(messages[last]).strip():
+        raise ApiError(400, "no user message with text: the last user message is the question")
+    return [(m.role, message_text(m)) for m in messages[: last + 1] if m.role in ("user", "assistant")]
+
+
+def message_text(message: ChatMessage) -> str:
+    content = message.content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return str(content or "")
+
+
+def reply_text(answer, asked=None) -> str:
+    """The answer and its numbered footnotes, or the refusal and why; first, when the question
+    was rewritten from the conversation, the question that was answered."""
+    said = f"Answering: \u201c{asked.question}\u201d\n\n" if asked is not None and asked.rewritten else ""
+    return said + _reply_body(answer)
+
+
+def _reply_body(answer) -> str:
     if not answer.answered:
         return f"I can't answer that from this book. {answer.answer} (reason: {answer.reason})"
     notes = []
@@ -114,17 +154,17 @@ def reply_text(answer) -> str:
         quote = " ".join(c.quote.split())
         if len(quote) > QUOTE_CHARS:
             quote = quote[: QUOTE_CHARS - 1] + "…"
-        notes.append(f"[{c.n}] {Path(c.file).name}, line {c.line}: \u201c{quote}\u201d")
+        notes.append(f"[{c.n}] {document_name(c.file)}, line {c.line}: \u201c{quote}\u201d")
     return answer.answer.strip() + ("\n\n" + "\n".join(notes) if notes else "")
 
 
-def usage_of(answer, question: str, content: str) -> dict[str, int]:
-    prompt = sum(t["prompt"] for t in answer.tokens.values())
-    completion = sum(t["completion"] for t in answer.tokens.values())
+def usage_of(answer, asked, content: str) -> dict[str, int]:
+    prompt = sum(t["prompt"] for t in answer.tokens.values()) + asked.cost.prompt_tokens
+    completion = sum(t["completion"] for t in answer.tokens.values()) + asked.cost.completion_tokens
     if prompt == 0 and completion == 0:  # no LLM ran: count what the client sent and got
         from ..offline import count_tokens
 
-        prompt, completion = count_tokens(question), count_tokens(content)
+        prompt, completion = count_tokens(asked.original), count_tokens(content)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 

@@ -8,11 +8,13 @@ Tracebacks go to the server's log, never to the client.
 from __future__ import annotations
 
 import logging
+import re
 
 from ..errors import BackendError, ConfigError, InputError, PageRAGError, RepositoryError
 
 log = logging.getLogger("pagerag.serve")
 MAX_MESSAGE = 400
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
          404: "not_found_error", 405: "invalid_request_error", 409: "conflict_error",
@@ -33,7 +35,11 @@ class ApiError(Exception):
 
 
 def one_line(message: object) -> str:
-    text = " ".join(str(message).split()) or "error"
+    """The message as one line a client may see: no server path (public.scrub), no lone
+    surrogate echoed from a request (it could not be encoded into the body), not too long."""
+    from .public import scrub
+
+    text = " ".join(scrub(_SURROGATE.sub("\ufffd", str(message))).split()) or "error"
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 

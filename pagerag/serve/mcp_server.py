@@ -28,7 +28,8 @@ def build_server(config: ServeConfig, registry):
     from mcp.server.mcpserver.exceptions import ToolError
 
     from ..errors import PageRAGError
-    from .errors import ApiError
+    from . import public
+    from .errors import ApiError, one_line
 
     server = MCPServer(name="pagerag", instructions=INSTRUCTIONS)
     limiter = anyio.CapacityLimiter(config.workers)
@@ -46,9 +47,14 @@ def build_server(config: ServeConfig, registry):
         except ApiError as exc:
             raise ToolError(exc.message) from None
         except PageRAGError as exc:
-            raise ToolError(" ".join(str(exc).split())) from None
+            raise ToolError(one_line(exc)) from None
 
     def check(question: str) -> str:
+        from .inputs import text_problem
+
+        problem = text_problem(question) if isinstance(question, str) else None
+        if problem is not None:
+            raise ToolError(f"question: not valid text ({problem})")
         if len(question) > config.max_question_chars:
             raise ToolError(f"question too long: {len(question):,} characters (limit {config.max_question_chars:,})")
         return question
@@ -58,14 +64,14 @@ def build_server(config: ServeConfig, registry):
         """Answer a question about a book with numbered citations (quote, file, line), or refuse and say why.
         `repo` names the book (see `repos`); it may be left out when one is served."""
         check(question)
-        return await run(repo, lambda rag: rag.ask(question).to_dict())
+        return await run(repo, lambda rag: public.answer(rag.ask(question)))
 
     @server.tool()
     async def retrieve(question: str, repo: Optional[str] = None) -> dict[str, Any]:
         """The passages that bear on a question (cited spans with file and offsets) and how they were found,
         without answering."""
         check(question)
-        return await run(repo, lambda rag: rag.retrieve(question).to_dict())
+        return await run(repo, lambda rag: public.retrieval(rag.retrieve(question)))
 
     @server.tool()
     async def repos() -> dict[str, Any]:

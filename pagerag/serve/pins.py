@@ -196,6 +196,20 @@ def prune(source: Path, keep: str) -> None:
                 shutil.rmtree(users, ignore_errors=True)
 
 
+def forget(source: Path) -> None:
+    """`source` was removed: delete its pinned versions that no live process serves, and their
+    folder once empty (a version still answering a question goes when it ends: release)."""
+    root = pins_root(source.resolve())
+    prune(source, keep="")
+    for users in root.glob("*.users"):
+        if not _live_users(users):
+            shutil.rmtree(users, ignore_errors=True)
+    try:
+        root.rmdir()
+    except OSError:
+        pass  # a version is still in use
+
+
 def _live_users(users: Path) -> list[int]:
     if not users.is_dir():
         return []

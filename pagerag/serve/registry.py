@@ -62,7 +62,7 @@ class Version:
     def describe(self) -> dict[str, Any]:
         manifest = self.manifest
         return {
-            "name": self.repo, "path": str(self.source), "version": self.version,
+            "name": self.repo, "version": self.version,  # no path: clients see names, not the server's disk
             "created": manifest.get("created"), "pagerag_version": manifest.get("pagerag_version"),
             "extractor": manifest.get("extractor"),
             "sources": [{"doc_id": s.get("doc_id"), "file": Path(str(s.get("path", ""))).name, "words": s.get("words")}
@@ -86,6 +86,7 @@ class Served:
     reloading: bool = False
     failed_fingerprint: tuple | None = None  # a version that would not open: not retried until it changes
     error: str | None = None
+    built_by_job: bool = False  # created by a build job of this server (may be removed through the API)
 
 
 class Registry:
@@ -103,8 +104,9 @@ class Registry:
             self.add(name, source)
         return self
 
-    def add(self, name: str, source: Path) -> Version:
-        """Serve the repository at `source` under `name` (or swap in its new version)."""
+    def add(self, name: str, source: Path, built_by_job: bool = False) -> Version:
+        """Serve the repository at `source` under `name` (or swap in its new version);
+        `built_by_job`: a build job of this server created it."""
         source = Path(source).resolve()
         with self._lock:
             served = self._served.get(name)
@@ -116,7 +118,7 @@ class Registry:
             if served is not None:
                 served.reloading = False
         with self._lock:
-            served = self._served.setdefault(name, Served(name, source))
+            served = self._served.setdefault(name, Served(name, source, built_by_job=built_by_job))
         return self._swap_in(served, version)
 
     def _open(self, name: str, source: Path) -> Version:
@@ -203,6 +205,20 @@ class Registry:
         if served.current is None:
             raise ApiError(503, f"repository '{served.name}' is not available", "unavailable_error")
         return served.current
+
+    def remove(self, name: str) -> Served:
+        """Stop serving `name`: new questions get 404; its version goes when its last question
+        ends (its files too, see pins.release)."""
+        served = self.resolve(name)
+        with self._lock:
+            self._served.pop(name, None)
+            version = served.current
+            release = version is not None and version.users == 0
+            if version is not None:
+                version.retired = True
+        if release:
+            version.close()
+        return served
 
     def reload(self, name: str) -> Version:
         """Open the version now published for `name` and swap it in (blocking)."""

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import ApiError
+from . import public
+from .errors import ApiError, one_line
 
 router = APIRouter()
 CONTEXT_CHARS = 700  # text shown on each side of a cited quote
@@ -21,7 +22,8 @@ class QuestionRequest(BaseModel):
     repo: Optional[str] = Field(None, description="Repository name (see GET /v1/repos); optional when one is served.")
     pipeline: Optional[str] = Field(None, description="Pipeline preset, e.g. full or passages-only.")
     llm: Optional[Literal["auto", "openai", "llamacpp", "extractive"]] = Field(
-        None, description="LLM backend; extractive = no LLM.")
+        None, description="LLM backend, one of those the server offers (GET /v1/health: llms); "
+                          "auto = the server's default; extractive = no LLM. Any other: 400.")
 
 
 def _server(request: Request):
@@ -37,24 +39,33 @@ async def page():
 
 @router.post("/v1/ask", tags=["questions"], summary="Answer with numbered citations, or refuse and say why")
 async def ask(body: QuestionRequest, request: Request, response: Response) -> dict:
-    """The `pagerag ask --json` object. The header `X-PageRAG-Version` names the repository
-    version that answered."""
+    """The `pagerag ask --json` object, except that a citation names its document (`file` is the
+    file name, `doc_id` its id), never a path on the server. The header `X-PageRAG-Version`
+    names the repository version that answered."""
     server = _server(request)
-    server.check_question(body.question)
-    version, result = await server.run(body.repo, body.pipeline, body.llm, lambda rag: rag.ask(body.question).to_dict())
+    _check(server, body)
+    version, result = await server.run(body.repo, body.pipeline, body.llm, lambda rag: public.answer(rag.ask(body.question)))
     _stamp(response, version)
     return result
 
 
 @router.post("/v1/retrieve", tags=["questions"], summary="The evidence for a question, without deciding")
 async def retrieve(body: QuestionRequest, request: Request, response: Response) -> dict:
-    """The `pagerag retrieve --json` object: analysis, plan, cited evidence, hints, signals."""
+    """The `pagerag retrieve --json` object: analysis, plan, cited evidence (each naming its
+    document, not a server path), hints, signals."""
     server = _server(request)
-    server.check_question(body.question)
+    _check(server, body)
     version, result = await server.run(body.repo, body.pipeline, body.llm,
-                                       lambda rag: rag.retrieve(body.question).to_dict())
+                                       lambda rag: public.retrieval(rag.retrieve(body.question)))
     _stamp(response, version)
     return result
+
+
+def _check(server, body: QuestionRequest) -> None:
+    from .inputs import text_fields
+
+    text_fields(question=body.question, repo=body.repo, pipeline=body.pipeline)
+    server.check_question(body.question)
 
 
 @router.get("/v1/repos", tags=["repositories"], summary="The served repositories and their statistics")
@@ -63,12 +74,49 @@ async def repos(request: Request) -> dict:
     out = []
     for name in registry.names():
         served = registry.resolve(name)
-        entry = served.current.describe() if served.current is not None else {"name": name, "path": str(served.source)}
+        entry = served.current.describe() if served.current is not None else {"name": name}
         entry["reloading"] = served.reloading
         if served.error:
-            entry["error"] = served.error
+            entry["error"] = one_line(served.error)
         out.append(entry)
     return {"repos": out}
+
+
+@router.delete("/v1/repos/{repo}", tags=["repositories"],
+               summary="Remove a repository that a build job created (when the server allows it)")
+async def remove_repo(request: Request, repo: str) -> dict:
+    """Stops serving it and deletes it from disk (its build cache too). Only with `--allow-remove`,
+    and only a repository a build job of this server created: the operator's own (`--repo`)
+    are never removed through the API. Questions in flight finish on it first."""
+    import anyio
+
+    from .inputs import text_fields
+
+    text_fields(repo=repo)
+    server = _server(request)
+    if not server.config.allow_remove:
+        raise ApiError(403, "removing repositories is off on this server (start it with --allow-remove)")
+    served = server.registry.resolve(repo)
+    if not served.built_by_job:
+        raise ApiError(403, f"'{repo}' was given to this server by its operator: only a repository built "
+                            "through /v1/builds can be removed")
+    job = server.builds.pending_for(repo)
+    if job is not None:
+        raise ApiError(409, f"a build of '{repo}' is {job.status} (job {job.id}): cancel it first")
+    server.registry.remove(repo)
+    await anyio.to_thread.run_sync(_delete_repository, served.source)
+    return {"removed": repo}
+
+
+def _delete_repository(source) -> None:
+    import shutil
+
+    from ..build import cache_dir_for
+    from . import pins
+
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.rmtree(cache_dir_for(source), ignore_errors=True)
+    pins.forget(source)
 
 
 @router.get("/v1/repos/{repo}/passages/{passage_id}", tags=["repositories"],
@@ -79,6 +127,9 @@ async def passage(request: Request, response: Response, repo: str, passage_id: s
                   context: int = Query(CONTEXT_CHARS, ge=0, le=5000, description="Characters shown on each side.")) -> dict:
     import anyio
 
+    from .inputs import text_fields
+
+    text_fields(repo=repo, passage_id=passage_id)
     registry = _server(request).registry
 
     def in_thread():
@@ -121,7 +172,8 @@ async def health(request: Request) -> dict:
     for name in registry.names():
         current = registry.resolve(name).current
         versions[name] = current.version if current is not None else None
-    return {"status": "ok", "repos": versions, "auth": bool(_server(request).config.api_key)}
+    config = _server(request).config
+    return {"status": "ok", "repos": versions, "auth": bool(config.api_key), "llms": list(config.offered_llms)}
 
 
 def _stamp(response: Response, version) -> None:

@@ -1,6 +1,9 @@
 """Load input files into SourceDocs: build stage 1.
 
-Accepts .txt/.md files, folders of them (recursive, sorted) or several paths. Text is decoded
+Accepts .txt/.md files, folders of them (recursive, sorted) or several paths. With a `root`
+(the server's --build-root) every file and folder read is resolved and refused unless its real
+path lies under the root, at every depth, so a symbolic link cannot lead a build outside it.
+Text is decoded
 (UTF-8 with or without BOM, then cp1252, then latin-1) and only newlines are normalised, so every
 later character offset points into exactly the text a user can open. Anything unusable raises
 `InputError` with one line naming the file and the problem.
@@ -29,14 +32,16 @@ _MAX_CONTROL_RATIO = 0.01
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9._-]+")
 
 
-def load_sources(paths: list[str | Path] | str | Path, settings: ChunkSettings | None = None) -> list[SourceDoc]:
-    """One SourceDoc per input file, in a deterministic order, with unique filesystem-safe ids."""
+def load_sources(paths: list[str | Path] | str | Path, settings: ChunkSettings | None = None,
+                 root: Path | None = None) -> list[SourceDoc]:
+    """One SourceDoc per input file, in a deterministic order, with unique filesystem-safe ids;
+    with `root`, only files whose real path lies under it (see confine)."""
     settings = settings or ChunkSettings()
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if not paths:
         raise InputError("no input files given")
-    files = collect_files(paths)
+    files = collect_files(paths, root)
     docs: list[SourceDoc] = []
     used_ids: set[str] = set()
     for path in files:
@@ -45,15 +50,18 @@ def load_sources(paths: list[str | Path] | str | Path, settings: ChunkSettings |
     return docs
 
 
-def collect_files(paths: list[str | Path]) -> list[Path]:
-    """Expand folders (recursively, sorted) and check that every named file is usable text."""
+def collect_files(paths: list[str | Path], root: Path | None = None) -> list[Path]:
+    """Expand folders (recursively, sorted) and check that every named file is usable text.
+    With `root`, each path is its real path, checked to lie under the root (see confine)."""
     files: list[Path] = []
     seen: set[Path] = set()
     for raw in paths:
         path = Path(raw).expanduser()
-        if not path.exists():
+        if root is not None:
+            path = confine(path, root)
+        elif not path.exists():
             raise InputError(f"{path}: no such file or folder")
-        found = _files_in_folder(path) if path.is_dir() else [_checked_file(path)]
+        found = _files_in_folder(path, root) if path.is_dir() else [_checked_file(path)]
         for file in found:
             key = file.resolve()
             if key not in seen:  # the same file named twice (or via its folder) is loaded once
@@ -70,16 +78,54 @@ def _checked_file(path: Path) -> Path:
     return path
 
 
-def _files_in_folder(folder: Path) -> list[Path]:
-    found: list[Path] = []
-    for root, dirs, names in os.walk(folder):  # does not follow symlinked folders: no loops
+def _files_in_folder(folder: Path, root: Path | None = None) -> list[Path]:
+    """The text files under `folder`, sorted by their place in it. Symbolic links to folders are
+    not followed (no loops); with `root`, one whose target is outside the root (or that cannot
+    be resolved) is refused all the same, and each file is read at its real path once that is
+    checked to lie inside."""
+    found: list[tuple[tuple[str, ...], Path]] = []
+    for here, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if root is not None:
+            for name in dirs:
+                if os.path.islink(os.path.join(here, name)):
+                    confine(Path(here) / name, root)
         for name in sorted(names):
             if not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES:
-                found.append(Path(root) / name)
+                path = Path(here) / name
+                found.append((path.relative_to(folder).parts, path if root is None else confine(path, root)))
     if not found:
         raise InputError(f"{folder}: folder contains no .txt or .md files")
-    return sorted(found, key=lambda p: p.relative_to(folder).parts)
+    return [path for _, path in sorted(found)]
+
+
+def confine(path: Path, root: Path) -> Path:
+    """The real path of `path` (every symbolic link resolved), if it lies under `root`; else
+    InputError naming `path` relative to the root, never where its link points."""
+    root = root.resolve()
+    shown = _relative(path, root)
+    try:
+        real = path.resolve(strict=True)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError(f"{shown}: a symbolic link to nothing") from None
+        raise InputError(f"{shown}: no such file or folder") from None
+    except (OSError, RuntimeError):  # ELOOP: a link that leads back to itself
+        raise InputError(f"{shown}: a symbolic link loop") from None
+    if real != root and root not in real.parents:
+        raise OutsideRootError(f"{shown}: leads outside the build root (a symbolic link); refused")
+    return real
+
+
+class OutsideRootError(InputError):
+    """A path whose real location is outside the build root."""
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(Path(os.path.abspath(path)).relative_to(root))
+    except ValueError:
+        return path.name
 
 
 def unique_doc_id(path: Path, used: set[str]) -> str:

@@ -4,6 +4,7 @@ a cited quote comes back in its surrounding text, and /docs has the OpenAPI sche
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 from serving import ANSWERABLE, UNANSWERABLE
@@ -20,6 +21,8 @@ def test_ask_returns_the_cli_json_object(served, carol_repo):
     data = response.json()
     # `pagerag ask --json` prints Answer.to_dict() (pagerag/commands/ask.py); made here in-process
     expected = PageRAG(carol_repo, llm="extractive").ask(ANSWERABLE).to_dict()
+    for citation in expected["citations"]:  # the one difference: a document's name, not its server path
+        citation["file"], citation["doc_id"] = Path(citation["file"]).name, "carol_excerpt"
     assert set(data) == set(expected)
     for key in set(expected) - VOLATILE:
         assert data[key] == expected[key], key
@@ -82,6 +85,13 @@ def test_openapi_schema_and_docs_page(served):
     assert "question" in json.dumps(schema["components"]["schemas"]["QuestionRequest"])
     docs = httpx.get(served.url + "/docs", timeout=30)
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    # the console's assets come from the package, never a CDN (the browser test loads it offline)
+    assert "http://" not in docs.text and "https://" not in docs.text and "//cdn" not in docs.text
+    for asset in ("/static/swagger-ui/swagger-ui-bundle.js", "/static/swagger-ui/swagger-ui.css",
+                  "/static/swagger-ui/LICENSE"):
+        assert httpx.get(served.url + asset, timeout=30).status_code == 200, asset
+    assert '"validatorUrl": null' in docs.text  # Swagger UI would otherwise send the schema to a public validator
+    assert httpx.get(served.url + "/redoc", timeout=30).status_code == 404  # FastAPI's CDN-only ReDoc is off
 
 
 def test_the_page_and_its_assets_are_served_from_the_package(served):
@@ -90,3 +100,31 @@ def test_the_page_and_its_assets_are_served_from_the_package(served):
     for asset in ("/static/app.js", "/static/style.css"):
         assert httpx.get(served.url + asset, timeout=30).status_code == 200
     assert "http://" not in page.text.replace("http://www.w3.org", "") and "https://" not in page.text  # no CDN
+    icon = httpx.get(served.url + "/favicon.ico", timeout=30)  # what browsers ask for on their own
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml") and b"<svg" in icon.content
+    assert 'rel="icon" href="/static/favicon.svg"' in page.text
+
+
+def test_clients_never_see_a_server_path(served, carol_repo, carol_excerpt, build_root):
+    """Citations, evidence, repositories, build jobs and errors name documents, not server paths."""
+    server_paths = {str(carol_excerpt.parent), str(carol_repo.parent), str(served.repos_dir), str(build_root)}
+
+    def leaks(text: str) -> list[str]:
+        return [p for p in server_paths if p in text]
+
+    answer = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"}, timeout=120)
+    citation = answer.json()["citations"][0]
+    assert citation["file"] == "carol_excerpt.txt" and citation["doc_id"] == "carol_excerpt"
+    evidence = httpx.post(served.url + "/v1/retrieve", json={"question": ANSWERABLE, "repo": "carol"}, timeout=120)
+    assert {e["file"] for e in evidence.json()["evidence"]} == {"carol_excerpt.txt"}
+    chat = httpx.post(served.url + "/v1/chat/completions", timeout=120,
+                      json={"model": "carol", "messages": [{"role": "user", "content": ANSWERABLE}]})
+    assert chat.json()["pagerag"]["citations"][0]["doc_id"] == "carol_excerpt"
+    repos = httpx.get(served.url + "/v1/repos", timeout=30)
+    assert all("path" not in r for r in repos.json()["repos"])
+    context = httpx.get(f"{served.url}/v1/repos/carol/passages/{citation['passage_id']}", timeout=30)
+    (build_root / "empty-folder").mkdir(exist_ok=True)
+    empty = httpx.post(served.url + "/v1/builds", json={"path": "empty-folder", "repo": "empty"})
+    assert empty.status_code == 400 and "empty-folder" in empty.json()["error"]["message"]
+    for response in (answer, evidence, chat, repos, context, empty, httpx.get(served.url + "/v1/builds")):
+        assert response.status_code in (200, 400) and not leaks(response.text), (response.url, leaks(response.text))

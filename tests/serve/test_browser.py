@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serving import ANSWERABLE, UNANSWERABLE
+from serving import ANSWERABLE, UNANSWERABLE, ThreadServer
 
 RELATIONAL = "How is Fred related to Scrooge?"
 
@@ -34,6 +34,7 @@ def browser():
     options.binary_location = str(CHROMIUM)
     for flag in [*FLAGS, f"--user-data-dir={profile}"]:
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})  # every request the pages make
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(60)
     try:
@@ -110,7 +111,82 @@ def test_page_asks_opens_a_citation_and_shows_a_refusal(browser, served, tmp_pat
     if cites:
         cites[0].click()
         _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#passage-text mark"), 60)
+    assert _overlapping_labels(browser) == []
     _screenshot(browser, tmp_path / "paths.png", os.environ.get("PAGERAG_SCREENSHOT"))
+    page = browser.execute_script("return document.body.innerText + JSON.stringify(state.lastAnswer)")
+    assert str(served.repos_dir.parent) not in page and "/carol_excerpt.txt" not in page  # names, never server paths
+
+
+# a crowded answer: a hub with many neighbours, long names and long relation labels
+CROWDED = {
+    "analysis": {"links": [{"name": "Ebenezer Scrooge"}, {"name": "Jacob Marley"}]},
+    "hints": [{"kind": "path", "text": f"Ebenezer Scrooge —[{rel}]→ {other}"} for rel, other in [
+        ("was the business partner of", "Jacob Marley"), ("employs as his clerk", "Bob Cratchit"),
+        ("is the uncle of", "Fred the nephew"), ("is visited by", "Ghost of Christmas Past"),
+        ("is visited by", "Ghost of Christmas Present"), ("is visited by", "Ghost of Christmas Yet To Come"),
+        ("was apprenticed to", "Old Fezziwig"), ("was engaged to", "Belle"), ("refuses to give to", "the portly gentlemen"),
+        ("buys the prize turkey for", "the Cratchit family"), ("hears the story of", "Tiny Tim")]]
+    + [{"kind": "path", "text": "Jacob Marley —[wears the chain he forged in]→ Life ←[is haunted by]— Ebenezer Scrooge"}],
+}
+
+
+def _overlapping_labels(driver) -> list:
+    """Pairs of graph labels (drawn text) whose boxes intersect."""
+    return driver.execute_script("""
+        const boxes = [...document.querySelectorAll('#graph text')].filter((t) => t.getBBox().width > 0)
+          .map((t) => ({text: t.textContent, box: t.getBBox()}));
+        const hit = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+        const pairs = [];
+        boxes.forEach((a, i) => boxes.slice(i + 1).forEach((b) => { if (hit(a.box, b.box)) pairs.push([a.text, b.text]); }));
+        return pairs;""")
+
+
+def test_graph_labels_do_not_overlap_even_when_crowded(browser, served):
+    from selenium.webdriver.common.by import By
+
+    browser.get(served.url + "/")
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#repo option"))
+    browser.execute_script("document.getElementById('result').hidden = false; drawGraph(arguments[0]);", CROWDED)
+    names = {t.text for t in browser.find_elements(By.CSS_SELECTOR, "#graph g.node text")}
+    assert len(names) == 13 and "Jacob Marley" in names  # every node keeps its name
+    assert _overlapping_labels(browser) == []
+    assert browser.find_elements(By.CSS_SELECTOR, "#graph text.edge-label")  # relation labels that fit are shown
+
+
+@pytest.fixture(scope="module")
+def keyed(carol_repo):
+    from pagerag.serve.config import ServeConfig
+
+    config = ServeConfig(repos={"carol": carol_repo}, api_key="browser-key-0123456789", llm="extractive",
+                         warm=False).check()
+    with ThreadServer(config) as server:
+        yield server
+
+
+def test_with_a_key_the_page_points_to_its_key_box(browser, keyed):
+    from selenium.webdriver.common.by import By
+
+    browser.get(keyed.url + "/")
+    status = browser.find_element(By.ID, "status")
+    _wait(browser, lambda d: status.text, 60)
+    box = browser.find_element(By.ID, "keybox")
+    assert box.is_displayed() and "API key" in box.text
+    assert "API key" in status.text and "box at the top of the page" in status.text, status.text
+    assert "Authorization" not in status.text  # what a client library needs, not a person
+    assert browser.switch_to.active_element.get_attribute("id") == "apikey"
+
+    browser.find_element(By.ID, "apikey").send_keys("wrong-key-0123456789")
+    browser.find_element(By.ID, "savekey").click()
+    _wait(browser, lambda d: "refused" in status.text, 60)
+    assert box.is_displayed()
+    key = browser.find_element(By.ID, "apikey")
+    key.clear()
+    key.send_keys("browser-key-0123456789")
+    browser.find_element(By.ID, "savekey").click()
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#repo option"), 60)
+    assert not box.is_displayed() and status.text == ""
+    _ask(browser, ANSWERABLE)
+    assert "fifteen shillings" in browser.find_element(By.ID, "answer").text
 
 
 def test_page_builds_an_upload_with_a_live_progress_bar(browser, served, tmp_path):
@@ -140,6 +216,42 @@ def test_page_builds_an_upload_with_a_live_progress_bar(browser, served, tmp_pat
     answer = httpx.post(served.url + "/v1/ask", json={"question": "Who gave a ball for his apprentices?",
                                                       "repo": "fezziwig"}, timeout=120).json()
     assert answer["decision"] in ("answered", "refused")  # the new repository is served
+
+
+def _requested_urls(driver) -> list[str]:
+    """The URLs of the requests the browser sent since the last call (Chromium's network log)."""
+    import json
+
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def _leaving_loopback(urls: list[str], base: str) -> list[str]:
+    """The network requests (http, https, ws, wss) that went anywhere but this server; the
+    browser's own chrome:// pages, data: and blob: URLs do not touch the network."""
+    network = [u for u in urls if u.split(":", 1)[0] in ("http", "https", "ws", "wss")]
+    return [u for u in network if not u.startswith(base + "/")]
+
+
+def test_docs_page_loads_offline_with_no_request_leaving_loopback(browser, served):
+    from selenium.webdriver.common.by import By
+
+    _requested_urls(browser)  # forget what earlier tests requested
+    browser.get(served.url + "/docs")
+    title = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".swagger-ui .info .title"), 60)[0]
+    assert "PAGE-RAG" in title.text
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path"), 60)  # the schema's operations
+    paths = {e.text.replace("\u200b", "") for e in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
+    assert {"/v1/ask", "/v1/chat/completions", "/v1/builds"} <= paths
+    browser.get(served.url + "/")  # the page too: everything it loads is the server's
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#repo option"), 60)
+    urls = _requested_urls(browser)
+    assert any(u.endswith("/static/swagger-ui/swagger-ui-bundle.js") for u in urls)
+    assert _leaving_loopback(urls, served.url) == []
 
 
 def _screenshot(driver, path: Path, also: str | None = None) -> None:

@@ -1,13 +1,17 @@
 """The OpenAI-compatible endpoints through the `openai` SDK: one model per repository, the
 answer with numbered footnotes, a refusal as an ordinary message that says why, streaming and
-not, usage filled in."""
+not, usage filled in, and a conversation: a follow-up is answered as the standalone question the
+earlier turns make of it (by the LLM when one is configured, else by resolving pronouns)."""
 from __future__ import annotations
 
+import json
 import re
 
+import httpx
 import openai
 import pytest
-from serving import ANSWERABLE, UNANSWERABLE
+from helpers.openai_server import LoopbackOpenAIServer
+from serving import ANSWERABLE, UNANSWERABLE, ThreadServer
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +79,75 @@ def test_no_user_message_is_a_bad_request(client):
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="carol", messages=[{"role": "system", "content": "hello"}])
     assert "user message" in str(caught.value)
+
+
+def test_stream_must_be_a_boolean(served):
+    for value in ("yes", 1, "true"):
+        response = httpx.post(served.url + "/v1/chat/completions", timeout=60, json={
+            "model": "carol", "messages": [{"role": "user", "content": ANSWERABLE}], "stream": value})
+        assert response.status_code == 422, (value, response.text)
+        assert response.json()["error"]["message"].startswith("stream:")
+
+
+# ---- conversations ----------------------------------------------------------------------------
+
+FIRST = "Who was Jacob Marley?"
+FOLLOW_UP = "What did he wear?"
+
+
+def test_a_follow_up_is_answered_as_the_standalone_question_of_the_conversation(client):
+    first = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": FIRST}])
+    history = [{"role": "user", "content": FIRST},
+               {"role": "assistant", "content": first.choices[0].message.content}]
+    second = client.chat.completions.create(model="carol", messages=[*history, {"role": "user", "content": FOLLOW_UP}])
+    extra = second.model_extra["pagerag"]
+    assert extra["question"] == "What did Marley wear?"  # "he" is the Marley of the previous question
+    assert extra["rewritten_from"] == FOLLOW_UP and extra["rewrite"] == "pronouns"
+    content = second.choices[0].message.content
+    direct = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": "What did Marley wear?"}])
+    # the reply says what it answered, then is exactly the answer to that standalone question
+    assert content == "Answering: \u201cWhat did Marley wear?\u201d\n\n" + direct.choices[0].message.content
+
+    alone = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": FOLLOW_UP}])
+    assert alone.model_extra["pagerag"]["question"] == FOLLOW_UP and alone.model_extra["pagerag"]["rewrite"] is None
+    assert not alone.choices[0].message.content.startswith("Answering:")
+
+    streamed = client.chat.completions.create(model="carol", stream=True,
+                                              messages=[*history, {"role": "user", "content": FOLLOW_UP}])
+    chunks = list(streamed)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == content
+    assert [c.model_extra.get("pagerag") for c in chunks if c.model_extra.get("pagerag")][0]["question"] == \
+        "What did Marley wear?"
+
+
+def test_with_an_llm_the_llm_makes_the_question_standalone(carol_repo):
+    from pagerag.serve.config import ServeConfig
+
+    standalone = "How much does Scrooge say his clerk earns per week?"
+
+    def reply(body: dict) -> str:
+        prompt = " ".join(str(m.get("content", "")) for m in body["messages"])
+        if "stands alone" in prompt:  # prompts/rewrite_question
+            return json.dumps({"question": standalone})
+        return "Yes" if body.get("logprobs") else "He earns fifteen shillings a week [1]."
+
+    with LoopbackOpenAIServer(reply=reply) as llm:
+        config = ServeConfig(repos={"carol": carol_repo}, llm="openai", warm=False, sets=[
+            f"llm.base_url={llm.base_url}", "llm.model=loopback-model", "llm.cache=false", "llm.max_retries=0"]).check()
+        with ThreadServer(config) as server:
+            client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+            reply_ = client.chat.completions.create(model="carol", messages=[
+                {"role": "user", "content": "Who was Scrooge's clerk?"},
+                {"role": "assistant", "content": "Bob Cratchit [1]\n\n[1] carol_excerpt.txt, line 9: \u201c...\u201d"},
+                {"role": "user", "content": "How much did he earn a week?"}])
+    rewrite = [b for b in llm.bodies if "stands alone" in json.dumps(b)]
+    assert len(rewrite) == 1
+    prompt = rewrite[0]["messages"][-1]["content"]
+    assert "Who was Scrooge's clerk?" in prompt and "Bob Cratchit" in prompt  # the earlier turns
+    assert "carol_excerpt.txt, line 9" not in prompt  # footnotes are not conversation
+    assert "Last question: How much did he earn a week?" in prompt
+    extra = reply_.model_extra["pagerag"]
+    assert extra["question"] == standalone and extra["rewrite"] == "llm"
+    assert extra["rewritten_from"] == "How much did he earn a week?"
+    assert reply_.choices[0].message.content.startswith(f"Answering: \u201c{standalone}\u201d")
+    assert reply_.usage.prompt_tokens >= len(prompt.split())  # the rewrite's tokens are counted

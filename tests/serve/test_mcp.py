@@ -39,7 +39,12 @@ def test_agent_asks_and_retrieves_over_stdio(carol_repo):
     assert not answer.is_error
     data = answer.structured_content
     assert data["decision"] == "answered" and "fifteen shillings" in data["answer"]
-    assert data["citations"][0]["file"].endswith("carol_excerpt.txt") and data["repo"] == "carol"
+    assert data["citations"][0]["file"] == "carol_excerpt.txt" and data["repo"] == "carol"
+    assert data["citations"][0]["doc_id"] == "carol_excerpt"
+    for result in results.values():  # a document's name, never a path on the server's disk
+        if hasattr(result, "content"):
+            text = json.dumps(result.structured_content) + " ".join(getattr(c, "text", "") for c in result.content)
+            assert str(carol_repo.parent) not in text and "/carol_excerpt.txt" not in text
     assert json.loads(answer.content[0].text)["decision"] == "answered"  # the same object as text
     refusal = results["refusal"].structured_content
     assert refusal["decision"] == "refused" and refusal["reason"] == "insufficient_evidence"

@@ -20,9 +20,20 @@ function headers(extra = {}) {
   return key ? { ...extra, Authorization: "Bearer " + key } : extra;
 }
 
+// With an API key configured, the server's 401 says what a client must send; a person at the
+// page needs to know where to type it.
+const KEY_NEEDED = "This server needs an API key: enter it in the “API key” box at the top of the page, then press Use.";
+const KEY_REFUSED = "The server refused this API key: enter the right one in the “API key” box at the top of the page.";
+
+function askForKey() {
+  $("keybox").hidden = false;
+  $("apikey").focus();
+  return new Error(sessionStorage.getItem("pagerag-key") ? KEY_REFUSED : KEY_NEEDED);
+}
+
 async function api(path, options = {}) {
   const response = await fetch(path, { ...options, headers: headers(options.headers || {}) });
-  if (response.status === 401) $("keybox").hidden = false;
+  if (response.status === 401) throw askForKey();
   const body = await response.json().catch(() => ({ error: { message: response.statusText } }));
   if (!response.ok) throw new Error((body.error && body.error.message) || response.statusText);
   return { body, response };
@@ -213,12 +224,16 @@ function drawGraph(a) {
     return;
   }
   layout(nodes, edges, 760, 300);
+  const edgeLabels = [];
   for (const e of edges) {
     svg.append(make("line", { class: "edge", x1: e.source.x, y1: e.source.y, x2: e.target.x, y2: e.target.y, "marker-end": "url(#arrow)" }));
     const label = make("text", { class: "edge-label", x: (e.source.x + e.target.x) / 2, y: (e.source.y + e.target.y) / 2 - 4, "text-anchor": "middle" });
     label.textContent = shorten(e.label, 28);
-    svg.append(label);
+    label.append(make("title", {}));
+    label.lastChild.textContent = e.label;
+    edgeLabels.push(label);
   }
+  const nodeLabels = [];
   for (const n of nodes) {
     const g = make("g", { class: "node" });
     g.append(make("circle", { cx: n.x, cy: n.y, r: 8, class: n.linked ? "linked" : "" }));
@@ -226,7 +241,45 @@ function drawGraph(a) {
     label.textContent = shorten(n.name, 30);
     g.append(label);
     svg.append(g);
+    nodeLabels.push(label);
   }
+  edgeLabels.forEach((label) => svg.append(label));  // drawn last: above the lines and circles
+  placeLabels(svg, nodeLabels, edgeLabels, 760, 300);
+}
+
+// Labels are placed one by one, node labels first: each at the first free spot near its own
+// (below, above, then further out), so no two overlap; an edge label with no free spot is left
+// out (the relation stays in the list of paths below the graph, and in the tooltip).
+const NUDGES = [[0, 0], [0, -40], [0, 14], [0, -54], [0, 28], [44, 0], [-44, 0], [0, 42], [0, -68], [88, 0], [-88, 0], [44, 28], [-44, 28], [44, -40], [-44, -40]];
+
+function placeLabels(svg, nodeLabels, edgeLabels, width, height) {
+  const placed = [];
+  const fits = (b) => b.x >= 0 && b.y >= 0 && b.x + b.width <= width && b.y + b.height <= height;
+  const free = (b) => placed.every((o) => b.x + b.width <= o.x || o.x + o.width <= b.x || b.y + b.height <= o.y || o.y + o.height <= b.y);
+  for (const [labels, required] of [[nodeLabels, true], [edgeLabels, false]]) {
+    for (const label of labels) {
+      const x0 = Number(label.getAttribute("x")), y0 = Number(label.getAttribute("y"));
+      let spot = null;
+      for (const [dx, dy] of NUDGES) {
+        label.setAttribute("x", x0 + dx);
+        label.setAttribute("y", y0 + dy);
+        const box = padded(label.getBBox());
+        if (fits(box) && free(box)) { spot = box; break; }
+      }
+      if (spot) { placed.push(spot); continue; }
+      if (required) {  // a node's name is never dropped: the smallest overlap, then shortened
+        label.textContent = shorten(label.textContent, 12);
+        label.setAttribute("x", x0); label.setAttribute("y", y0);
+        placed.push(padded(label.getBBox()));
+      } else {
+        label.remove();
+      }
+    }
+  }
+}
+
+function padded(b) {  // room around each label, so two side by side do not read as one
+  return { x: b.x - 6, y: b.y - 1, width: b.width + 12, height: b.height + 2 };
 }
 
 function layout(nodes, edges, width, height) {
@@ -282,6 +335,7 @@ async function startBuild(event) {
 async function followBuild(id) {
   // fetch, not EventSource: EventSource cannot send the API key
   const response = await fetch(`/v1/builds/${id}/events`, { headers: headers({ Accept: "text/event-stream" }) });
+  if (response.status === 401) throw askForKey();
   if (!response.ok) throw new Error(`build ${id}: ${response.statusText}`);
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
@@ -322,6 +376,12 @@ function onBuildEvent(ev) {
 $("ask-form").addEventListener("submit", ask);
 $("build-form").addEventListener("submit", startBuild);
 $("passage-close").addEventListener("click", () => { $("passage").hidden = true; document.body.classList.remove("with-passage"); });
-$("savekey").addEventListener("click", () => { sessionStorage.setItem("pagerag-key", $("apikey").value); $("keybox").hidden = true; loadRepos(); });
-fetch("/v1/health", { headers: headers() }).then((r) => { if (r.status === 401) $("keybox").hidden = false; });
+function useKey() {
+  sessionStorage.setItem("pagerag-key", $("apikey").value.trim());
+  $("keybox").hidden = true;
+  setStatus("status", "");
+  loadRepos();
+}
+$("savekey").addEventListener("click", useKey);
+$("apikey").addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); useKey(); } });
 loadRepos();
