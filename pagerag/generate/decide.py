@@ -99,8 +99,9 @@ def ask(question: str, pipe: Session, exclude: set[str] | None = None) -> Answer
         retrieval, gate = _gate(question, retrieval, pipe, answer, costs, exclude)
         if cfg.rcs_gate != "off" and not gate.passed:
             widened = " even after widening the route" if answer.escalated else ""
+            score, threshold = distinct(gate.rcs, gate.tau)
             return _refuse(answer, LOW_CONFIDENCE, f"The retrieval is not trustworthy enough to answer: its confidence "
-                           f"score {gate.rcs:.2f} is below the threshold {gate.tau:.2f}{widened}.")
+                           f"score {score} is below the threshold {threshold}{widened}.")
     with _Timer(costs, "evidence"):
         reading = read_evidence(retrieval.question, retrieval.evidence, pipe.state, pipe.settings.embed.model, pipe.encode)
     with _Timer(costs, "read"):
@@ -296,6 +297,16 @@ def _check_support(answer: Answer, checked, excerpts: list, cfg) -> Answer | Non
         return _refuse(answer, UNSUPPORTED, f"The answer is not borne out by the excerpts it cites (only "
                        f"{support_share:.0%} of its words are in them or in the question).")
     return None
+
+
+def distinct(a: float, b: float, least: int = 2, most: int = 6) -> tuple[str, str]:
+    """a and b with the fewest decimals (at least `least`) that tell them apart: "0.018 ... 0.021",
+    never "0.02 is below 0.02"."""
+    for digits in range(least, most + 1):
+        x, y = f"{a:.{digits}f}", f"{b:.{digits}f}"
+        if x != y:
+            return x, y
+    return f"{a:.{most}f}", f"{b:.{most}f}"
 
 
 def _refuse(answer: Answer, reason: str, message: str) -> Answer:

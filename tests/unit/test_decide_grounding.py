@@ -37,3 +37,11 @@ def test_any_cited_excerpt_may_support_and_citation_marks_are_not_numbers():
 def test_numbers_and_names_are_read_as_written():
     assert numbers_in("twenty five men, 1,200 pounds, twenty-one ships, one dog") == ["25", "1200", "21"]
     assert names_in("He met Captain Ahab in Nantucket. Nothing came of it.") == ["Captain Ahab", "Nantucket"]
+
+
+def test_a_refusal_shows_enough_digits_to_tell_the_score_from_its_threshold():
+    from pagerag.generate.decide import distinct
+
+    assert distinct(0.0184, 0.0213) == ("0.018", "0.021")
+    assert distinct(0.41, 0.6) == ("0.41", "0.60")
+    assert distinct(0.5, 0.5)[0] == distinct(0.5, 0.5)[1]  # equal numbers stay equal (not below)
