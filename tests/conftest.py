@@ -58,3 +58,39 @@ def carol_repo(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) ->
     repo = tmp_path_factory.mktemp("repos") / "carol.rag"
     build_repository([carol_excerpt], repo, load_settings(environ={}), show_progress=False)
     return repo
+
+
+# A repository of a training book's opening (GraphRAG-Bench Novel-10146, a printer's
+# reminiscences of early St. Paul), for tests of the fitted decision: their questions come from the
+# book's written training set (qa/train), never from a DEV or test set.
+
+TRAINING_BOOK = "Novel-10146"
+TRAINING_EXCERPT_CHARS = 70_000
+
+
+@pytest.fixture(scope="session")
+def printer_repo(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pagerag.build import build_repository
+    from pagerag.settings import load_settings
+
+    source = data_dir / "graphrag-bench-novel" / "texts" / f"{TRAINING_BOOK}.txt"
+    if not source.is_file():
+        pytest.skip(f"{source} not found in PAGERAG_DATA_DIR")
+    text = source.read_text(encoding="utf-8")
+    cut = text.find("\n\n", TRAINING_EXCERPT_CHARS)
+    path = tmp_path_factory.mktemp("books") / "printer_excerpt.txt"
+    path.write_text(text[: cut if cut > 0 else TRAINING_EXCERPT_CHARS], encoding="utf-8")
+    repo = tmp_path_factory.mktemp("repos") / "printer.rag"
+    build_repository([path], repo, load_settings(environ={}), show_progress=False)
+    return repo
+
+
+@pytest.fixture(scope="session")
+def printer_questions(data_dir: Path) -> dict[str, dict]:
+    """The training book's written questions by id (qa/train/Novel-10146.qa.jsonl)."""
+    import json
+
+    path = data_dir / "qa" / "train" / f"{TRAINING_BOOK}.qa.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} not found in PAGERAG_DATA_DIR")
+    return {row["id"]: row for row in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if row}

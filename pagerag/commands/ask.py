@@ -176,6 +176,8 @@ def doctor_report(settings) -> list[tuple[str, str, str]]:
     rows.append(_spacy_row(settings.extract.spacy_model))
     rows.append(_tiktoken_row(settings.chunk.encoding))
     rows.append(_rcs_row(settings))
+    rows.append(_reader_row(settings.generate.reader))
+    rows.append(_llm_decision_row(settings, backend))
     rows.append(_prompts_row())
     data = os.environ.get("PAGERAG_DATA_DIR", "")
     if data and Path(data).is_dir():
@@ -184,6 +186,34 @@ def doctor_report(settings) -> list[tuple[str, str, str]]:
     else:
         rows.append(("data", "missing", "PAGERAG_DATA_DIR is not set or not a directory (only needed for eval/benchmarks)"))
     return rows
+
+
+def _reader_row(directory: str) -> tuple[str, str, str]:
+    """The reader model: its files present and matching their checksums (reads ~20 MB, no ONNX)."""
+    from ..read.reader import MODEL_DIR, load_metadata
+
+    where = Path(directory) if directory else MODEL_DIR
+    try:
+        meta = load_metadata(where)
+    except PageRAGError as exc:
+        return ("reader", "missing", str(exc))
+    hyper = meta.get("hyper", {})
+    return ("reader", "ok", f"{where} ({hyper.get('layers', '?')} layers, trained on {len(meta.get('books', []))} "
+                            f"books, checksums ok)")
+
+
+def _llm_decision_row(settings, backend: str) -> tuple[str, str, str]:
+    """Whether `pagerag calibrate --llm` fitted a decision for the configured LLM (not built here:
+    the file is named from the backend and model, which for openai may need the server)."""
+    from ..offline import cache_root
+
+    if backend == "extractive":
+        return ("LLM decision", "info", "no LLM: the reader's model decides")
+    found = sorted(p.name for p in (cache_root() / "calibration").glob(f"{backend}-*.json"))
+    if found:
+        return ("LLM decision", "ok", f"calibrated: {', '.join(found)} ({cache_root() / 'calibration'})")
+    return ("LLM decision", "info", f"none for {backend}: the reader's model decides and the LLM only answers; "
+                                    f"`pagerag calibrate --llm {backend}` fits one")
 
 
 def _embedder_row(model: str) -> tuple[str, str, str]:
