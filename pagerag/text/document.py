@@ -45,6 +45,7 @@ class Layout:
         self.headings: list[Heading] = []
         self._pages: list[list] = []  # [number, start (None until its first text), label]
         self._pending: list[str] = []  # anchors waiting for the next paragraph
+        self._sections: list[tuple[int, str]] = []  # sections waiting for the next paragraph
         self.anchors: dict[str, int] = {}
 
     @property
@@ -73,6 +74,11 @@ class Layout:
             self.headings.append(Heading(level, title, start))
         return start
 
+    def section(self, level: int, title: str) -> None:
+        """A section titled `title` starts with the next paragraph (whose text may say it in
+        other words: a PDF bookmark names the line it points at)."""
+        self._sections.append((level, " ".join(title.split())))
+
     def anchor(self, name: str) -> None:
         """Name the start of the next paragraph (an EPUB table of contents points at these)."""
         self._pending.append(name)
@@ -89,10 +95,12 @@ class Layout:
         return Decoded(text, encoding, pages, list(self.headings), list(notes or []))
 
     def _resolve(self, start: int) -> None:
-        """Anchors and pages waiting for text start at `start`."""
+        """Anchors, sections and pages waiting for text start at `start`."""
         for anchor in self._pending:
             self.anchors[anchor] = start
         self._pending.clear()
+        self.headings.extend(Heading(level, title, start) for level, title in self._sections)
+        self._sections.clear()
         for page in reversed(self._pages):
             if page[1] is not None:
                 break
