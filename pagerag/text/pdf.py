@@ -54,8 +54,9 @@ def read_pdf(path: Path, raw: bytes, password: str | None) -> Decoded:
     empty = [i + 1 for i, lines in enumerate(pages) if not any(any(c.isalnum() for c in l.text) for l in lines)]
     _check_text_layer(path, reader, pages, empty)
     if empty:
-        notes.append(f"{_pages_named(empty)} {'has' if len(empty) == 1 else 'have'} no text layer "
-                     "(images or blank) and are left out")
+        one = len(empty) == 1
+        notes.append(f"{_pages_named(empty)} {'has' if one else 'have'} no text layer (images or blank) "
+                     f"and {'is' if one else 'are'} left out")
     _drop_running_lines(pages)
     return _lay_out(pages, outline, labels).decoded("pdf text layer", notes)
 

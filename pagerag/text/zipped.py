@@ -13,7 +13,9 @@ from ..errors import InputError
 
 class Zipped:
     def __init__(self, path: Path, raw: bytes, kind: str, limit: int):
-        self.path, self.kind, self.limit = path, kind, limit
+        """`kind`: what the file should be, with its article ("an EPUB")."""
+        self.path, self.limit = path, limit
+        self.kind = kind.split(" ", 1)[1]
         self.unpacked = 0
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(raw))
