@@ -58,3 +58,47 @@ def carol_repo(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) ->
     repo = tmp_path_factory.mktemp("repos") / "carol.rag"
     build_repository([carol_excerpt], repo, load_settings(environ={}), show_progress=False)
     return repo
+
+
+# A repository built once per session from one manual as a PDF, an EPUB, a Word file and a web
+# page (made with the writers of the test extra), each saying a codeword of its own in section
+# "3 Setup › 3.2 Installing" — on the PDF's last page.
+
+FORMAT_CODEWORDS = {"pdf": "saffron", "epub": "turquoise", "docx": "vermilion", "html": "ochre"}
+
+
+def format_manual(fmt: str) -> list:
+    filler = "The widget is a sturdy little device, and it hums quietly while it works. "
+    return [
+        ("h", 1, "1 Introduction"),
+        *[("p", f"Paragraph {i} of the {fmt} manual. " + filler * 20) for i in range(3)],
+        ("h", 1, "3 Setup"),
+        ("p", "Read the safety notes before you begin. " + filler * 4),
+        ("h", 2, "3.2 Installing"),
+        ("p", f"Run the installer and wait for the green light. The {fmt} codeword is {FORMAT_CODEWORDS[fmt]}."),
+        ("p", filler * 6),
+    ]
+
+
+@pytest.fixture(scope="session")
+def formats_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("reportlab", reason="the format tests need the writers of the test extra: pip install -e '.[test]'")
+    from helpers.documents import write_docx, write_epub, write_html, write_pdf
+
+    folder = tmp_path_factory.mktemp("manuals")
+    write_pdf(folder / "manual.pdf", format_manual("pdf"), title="Widget Manual", labels=True)
+    write_epub(folder / "guide.epub", format_manual("epub"), title="Widget Guide")
+    write_docx(folder / "notes.docx", format_manual("docx"))
+    write_html(folder / "page.html", format_manual("html"), title="Widget Page")
+    (folder / "cover.png").write_bytes(b"\x89PNG\r\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def formats_repo(formats_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pagerag.build import build_repository
+    from pagerag.settings import load_settings
+
+    repo = tmp_path_factory.mktemp("repos") / "manuals.rag"
+    build_repository([formats_folder], repo, load_settings(environ={}), show_progress=False)
+    return repo
