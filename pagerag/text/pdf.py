@@ -5,8 +5,8 @@ pdfminer.six and a 6 MB pdfium binary). Each page's text comes with the position
 (pypdf's visitor), which gives what the plain extraction loses: a paragraph break where the gap
 between lines is clearly wider than the page's line spacing or the type size changes, and the
 running headers and footers (a top or bottom line repeated, numbers aside, on many pages),
-which are dropped. Pages join with a line break, so a paragraph running on to the next page
-stays one. Sections come from the PDF's outline (bookmarks), each placed at the line that
+which are dropped. A page whose last line is full joins the next with a line break, so a
+paragraph running on to the next page stays one; a short last line ends its paragraph. Sections come from the PDF's outline (bookmarks), each placed at the line that
 carries its title on its page (else where its destination points); page numbers are the
 viewer's, with the printed label when the PDF defines one.
 
@@ -28,7 +28,9 @@ from ..errors import InputError
 from .document import Decoded, Layout, fold_inline
 from .garbage import garbage_reason
 
-PARAGRAPH_GAP = 1.3  # a gap this many times the page's usual line spacing ends a paragraph
+PARAGRAPH_GAP = 1.3  # a gap this many times the usual line spacing ends a paragraph
+PITCH_QUANTILE = 0.25  # the usual line spacing: this quantile of the gaps between lines of one type size
+SHORT_LINE = 0.8  # a page ending in a line shorter than this share of a full line ends a paragraph
 SIZE_CHANGE = 1.15  # so does a change of type size by this factor (a heading)
 RUNNING_SHARE = 0.4  # a top/bottom line on this share of the pages (3 at least) is a running head
 MAX_EMPTY_SHARE = 0.5  # more pages than this without text: a scan
@@ -58,7 +60,7 @@ def read_pdf(path: Path, raw: bytes, password: str | None) -> Decoded:
         notes.append(f"{_pages_named(empty)} {'has' if one else 'have'} no text layer (images or blank) "
                      f"and {'is' if one else 'are'} left out")
     _drop_running_lines(pages)
-    return _lay_out(pages, outline, labels).decoded("pdf text layer", notes)
+    return _lay_out(pages, outline, labels, _pitches(pages)).decoded("pdf text layer", notes)
 
 
 @contextlib.contextmanager
@@ -247,8 +249,11 @@ def _labels(reader, count: int) -> list[str | None]:
 # Layout: paragraphs from line gaps, sections at their title lines
 
 
-def _lay_out(pages: list[list[Line]], outline, labels) -> Layout:
+def _lay_out(pages: list[list[Line]], outline, labels, pitches: dict[int, float]) -> Layout:
     layout = Layout()
+    lengths = sorted(len(line.text) for lines in pages for line in lines)
+    full = lengths[int(0.9 * (len(lengths) - 1))] if lengths else 0  # the length of a full line
+    ended = True  # the text so far ends a paragraph
     by_page: dict[int, list[tuple[int, str, float | None]]] = {}
     for level, title, index, top in outline:
         by_page.setdefault(index, []).append((level, title, top))
@@ -257,14 +262,16 @@ def _lay_out(pages: list[list[Line]], outline, labels) -> Layout:
         starts = _section_starts(lines, by_page.get(index, []))
         opens = {i for i, _ in starts}
         first = True
-        for start, block in _blocks(lines, opens):
+        for start, block in _blocks(lines, opens, pitches):
             for at, heading in starts:
                 if at == start:
                     layout.section(*heading)
             # a page's first paragraph may run on from the page before (unless a section opens)
-            separator = "\n" if first and start not in opens else "\n\n"
+            separator = "\n" if first and start not in opens and not ended else "\n\n"
             if layout.paragraph("\n".join(line.text for line in block), separator) is not None:
                 first = False
+        if lines:
+            ended = len(lines[-1].text) < SHORT_LINE * full
         for at, heading in starts:  # a bookmark to a page without text: the section starts after it
             if at >= len(lines):
                 layout.section(*heading)
@@ -293,21 +300,27 @@ def _title_line(lines: list[Line], title: str, start: int) -> int | None:
     return None
 
 
-def _blocks(lines: list[Line], forced: set[int]) -> list[tuple[int, list[Line]]]:
+def _blocks(lines: list[Line], forced: set[int], pitches: dict[int, float]) -> list[tuple[int, list[Line]]]:
     """(index of first line, lines) of each paragraph: a new one where a section starts, where the
     gap to the line before is wide, or where the type size changes."""
-    pitch = _usual_pitch(lines)
     blocks: list[tuple[int, list[Line]]] = []
     for i, line in enumerate(lines):
-        if i == 0 or i in forced or _breaks(lines[i - 1], line, pitch):
+        if i == 0 or i in forced or _breaks(lines[i - 1], line, pitches.get(round(line.size), 0.0)):
             blocks.append((i, []))
         blocks[-1][1].append(line)
     return blocks
 
 
-def _usual_pitch(lines: list[Line]) -> float:
-    gaps = [a.y - b.y for a, b in zip(lines, lines[1:]) if 0 < a.y - b.y < 4 * max(a.size, 1.0)]
-    return statistics.median(gaps) if gaps else 0.0
+def _pitches(pages: list[list[Line]]) -> dict[int, float]:
+    """The usual spacing of lines of each type size, over the whole document: a page of short
+    paragraphs (a title page) has more paragraph gaps than line gaps, a document has not."""
+    gaps: dict[int, list[float]] = {}
+    for lines in pages:
+        for a, b in zip(lines, lines[1:]):
+            if round(a.size) == round(b.size) and 0 < a.y - b.y < 4 * max(a.size, 1.0):
+                gaps.setdefault(round(b.size), []).append(a.y - b.y)
+    return {size: statistics.quantiles(found, n=100, method="inclusive")[int(PITCH_QUANTILE * 100) - 1]
+            if len(found) > 1 else found[0] for size, found in gaps.items()}
 
 
 def _breaks(before: Line, line: Line, pitch: float) -> bool:

@@ -21,11 +21,12 @@ Block = tuple
 
 
 def write_pdf(path: Path, blocks: list[Block], *, title: str = "Document", running: bool = True,
-              labels: bool = False, font_size: float = 10.0) -> Path:
+              labels: bool = False, font_size: float = 10.0, page_size: str = "A5") -> Path:
     """A PDF with a text layer: headings as bookmarks (the outline), a running head and a page
     number on every page when `running`, and roman page labels on the first two pages when
-    `labels` (then 1, 2, … from the third)."""
-    from reportlab.lib.pagesizes import A5
+    `labels` (then 1, 2, … from the third). `page_size` A5 or A4 (lines of a plain-text book
+    fit an A4 line)."""
+    from reportlab.lib import pagesizes
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate
 
@@ -64,7 +65,8 @@ def write_pdf(path: Path, blocks: list[Block], *, title: str = "Document", runni
             canvas.drawRightString(doc.pagesize[0] - doc.rightMargin, 25, f"Page {doc.page}")
 
     buffer = io.BytesIO()
-    SimpleDocTemplate(buffer, pagesize=A5, title=title).build(story, onFirstPage=decorate, onLaterPages=decorate)
+    SimpleDocTemplate(buffer, pagesize=getattr(pagesizes, page_size), title=title).build(
+        story, onFirstPage=decorate, onLaterPages=decorate)
     data = buffer.getvalue()
     if labels:
         data = _with_labels(data)
