@@ -16,8 +16,10 @@ one to one. The writers are the test extra's (pip install -e '.[test]').
 
 Each file is built (`pagerag build`, a process each) into WORK/<stem>-<format>.rag. Then:
 - passages: each format's against the text's, as whitespace-folded text in order: how many are
-  identical, and where the others are (at a chapter start — a passage never runs across one, and
-  the text has no chapters — across a PDF page break, or elsewhere);
+  identical, and where the others are: at a chapter start (a passage never runs across one, and
+  the text has no chapters), at a PDF page break (where a paragraph's end is a guess), at lines
+  the .txt indents (spaces no other format keeps change the token count, so the windows differ
+  until they line up again), or elsewhere;
 - the body text: identical up to whitespace or not;
 - answers (unless --no-eval): `pagerag eval QA --repo R` for each repository (pipeline full,
   --llm extractive by default), compared question by question with the text's: the same
@@ -111,22 +113,33 @@ def compare_passages(reference, other) -> dict:
     got = [fold(p.text) for p in other.passages]
     matcher = difflib.SequenceMatcher(None, ref, got, autojunk=False)
     same = {j + k for _, j, n in matcher.get_matching_blocks() for k in range(n)}
-    where = {"chapter start": 0, "page break": 0, "elsewhere": 0}
+    where = {"chapter start": 0, "page break": 0, "indented lines": 0, "elsewhere": 0}
     examples = []
+    ref_text = reference.source_text(reference.passages[0].doc_id)
     for j, p in enumerate(other.passages):
         if j in same:
             continue
         structure = other.structure(p.doc_id)
         if any(abs(p.start - b) < 400 or abs(p.end - b) < 400 for b in structure.breaks()):
             kind = "chapter start"
-        elif structure.pages and structure.page_at(p.start) != structure.page_at(max(p.start, p.end - 1)):
+        elif structure.pages and any(p.start - 400 < page.start < p.end for page in structure.pages):
             kind = "page break"
+        elif _after_indented_lines(ref_text, p.text):
+            kind = "indented lines"
         else:
             kind = "elsewhere"
         where[kind] += 1
         if kind == "elsewhere" and len(examples) < 3:
             examples.append(f"{p.passage_id}: {fold(p.text)[:90]}…")
     return {"reference": len(ref), "passages": len(got), "identical": len(same), "differ": where, "examples": examples}
+
+
+def _after_indented_lines(text: str, passage: str) -> bool:
+    """Whether the .txt indents lines (spaces no other format keeps: they change the token count)
+    in or shortly before where it says what `passage` says."""
+    words = passage.split()[:6]
+    found = re.search(r"\s+".join(map(re.escape, words)), text)
+    return found is not None and "\n  " in text[max(0, found.start() - 1500) : found.start() + len(passage) + 200]
 
 
 def same_body(reference, other) -> bool | str:
@@ -211,8 +224,9 @@ def main() -> None:
         report["formats"][fmt] = {"passages": figures}
         d = figures["differ"]
         print(f"{fmt:>4}: {figures['identical']}/{figures['passages']} identical (txt {figures['reference']}); "
-              f"differing: {d['chapter start']} at a chapter start, {d['page break']} across a page break, "
-              f"{d['elsewhere']} elsewhere; body text identical up to whitespace: {figures['same_body']}")
+              f"differing: {d['chapter start']} at a chapter start, {d['page break']} at a page break, "
+              f"{d['indented lines']} at lines the .txt indents, {d['elsewhere']} elsewhere; "
+              f"body text identical up to whitespace: {figures['same_body']}")
         for example in figures["examples"]:
             print(f"        {example}")
     if args.no_eval:

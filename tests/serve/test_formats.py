@@ -29,6 +29,12 @@ def retrieve(url: str, question: str, repo: str = "manuals") -> dict:
     return response.json()
 
 
+def test_repositories_list_their_documents_formats(server):
+    [entry] = [r for r in httpx.get(server.url + "/v1/repos", timeout=30).json()["repos"] if r["name"] == "manuals"]
+    assert {(s["file"], s["format"]) for s in entry["sources"]} == {
+        ("manual.pdf", "pdf"), ("guide.epub", "epub"), ("notes.docx", "docx"), ("page.html", "html")}
+
+
 def test_retrieved_evidence_names_page_and_section(server):
     evidence = retrieve(server.url, "What is the pdf codeword?")["evidence"]
     hit = next(e for e in evidence if "pdf codeword" in e["text"])
