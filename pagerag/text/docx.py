@@ -93,7 +93,8 @@ def _num_pr(num: ElementTree.Element) -> tuple[str, int] | None:
     ilvl = num.find(f"{W}ilvl")
     if num_id is None or num_id.get(f"{W}val") in (None, "0"):
         return None
-    return num_id.get(f"{W}val"), int(ilvl.get(f"{W}val", "0")) if ilvl is not None else 0
+    level = ilvl.get(f"{W}val", "0") if ilvl is not None else "0"
+    return num_id.get(f"{W}val"), min(int(level), 8) if level.isdigit() else 0
 
 
 class _Numbering:

@@ -192,7 +192,20 @@ def load_file(path: Path, doc_id: str, settings: ChunkSettings, password: str | 
 
 
 def read_format(fmt: str, path: Path, raw: bytes, settings: ChunkSettings, password: str | None) -> Decoded:
-    """The text and structure of a file of format `fmt` (each reader imported when needed)."""
+    """The text and structure of a file of format `fmt`. The readers name what they recognise
+    as wrong; anything else a malformed file makes a parser raise is one line too."""
+    try:
+        return _read_format(fmt, path, raw, settings, password)
+    except (InputError, MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 — a damaged file must not end in a traceback
+        detail = str(exc).splitlines()[0][:120] if str(exc) else ""
+        raise InputError(f"{path}: cannot read this {fmt.upper()} file, it is damaged or malformed "
+                         f"({exc.__class__.__name__}{': ' + detail if detail else ''})") from None
+
+
+def _read_format(fmt: str, path: Path, raw: bytes, settings: ChunkSettings, password: str | None) -> Decoded:
+    """Each reader is imported only when a file of its format comes."""
     if fmt == "pdf":
         from .pdf import read_pdf
 

@@ -295,7 +295,8 @@ def _title_line(lines: list[Line], title: str, start: int) -> int | None:
     wanted = _FOLD.sub("", title.casefold())
     for i in range(start, len(lines)):
         got = _FOLD.sub("", lines[i].text.casefold())
-        if got and (got.startswith(wanted[:40]) or wanted.startswith(got)) and wanted:
+        # the line starts with the title, or is the first line of a title set on two lines
+        if wanted and got and (got.startswith(wanted[:40]) or (wanted.startswith(got) and 2 * len(got) >= len(wanted))):
             return i
     return None
 

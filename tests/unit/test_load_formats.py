@@ -309,3 +309,12 @@ def test_a_folder_of_every_format_skips_the_rest(folder: Path, tmp_path: Path) -
     assert [d.structure.format for d in docs] == ["docx", "epub", "html", "pdf"]
     assert [d.doc_id for d in docs] == ["manual", "manual-2", "manual-3", "manual-4"]
     assert notes == ["skipped 2 unsupported files (not .txt, .md, .pdf, .epub, .html, .docx): cover.png, notes.odt"]
+
+
+def test_a_malformed_part_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    with zipfile.ZipFile(tmp_path / "odd.docx", "w") as z:
+        z.writestr("word/document.xml", f'<w:document xmlns:w="{w}"><w:body><w:p><w:pPr><w:outlineLvl w:val="x"/>'
+                                        "</w:pPr><w:r><w:t>Title</w:t></w:r></w:p></w:body></w:document>")
+    message = input_error([tmp_path / "odd.docx"])
+    assert "odd.docx: cannot read this DOCX file, it is damaged or malformed (ValueError" in message
