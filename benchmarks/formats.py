@@ -42,7 +42,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the writers: tests/helpers/documents.py
 
 FORMATS = ("txt", "epub", "pdf", "docx")
-CHAPTER = re.compile(r"^(?:STAVE|CHAPTER|BOOK|PART|VOLUME)\s+[A-Z0-9IVXLC]+[.:]?$", re.IGNORECASE)
 
 
 def data_dir() -> Path:
@@ -53,22 +52,8 @@ def data_dir() -> Path:
 # Making the files
 
 
-def book_blocks(text: str) -> list[tuple]:
-    """The text's paragraphs (apart by blank lines) as blocks; a chapter heading alone in its
-    paragraph is a level-1 heading."""
-    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    blocks = []
-    for paragraph in re.split(r"\n[ \t]*\n\s*", text.strip()):
-        lines = [line.rstrip() for line in paragraph.split("\n")]
-        if len(lines) == 1 and CHAPTER.match(lines[0].strip()):
-            blocks.append(("h", 1, lines[0].strip()))
-        else:
-            blocks.append(("p", "\n".join(lines)))
-    return blocks
-
-
 def make_files(book: Path, work: Path, formats: list[str]) -> dict[str, Path]:
-    from helpers.documents import write_docx, write_epub, write_pdf
+    from helpers.documents import book_blocks, write_docx, write_epub, write_pdf
 
     text = book.read_text(encoding="utf-8-sig")
     blocks = book_blocks(text)

@@ -10,10 +10,26 @@ from __future__ import annotations
 
 import html
 import io
+import re
 import zipfile
 from pathlib import Path
 
 Block = tuple
+CHAPTER = re.compile(r"^(?:STAVE|CHAPTER|BOOK|PART|VOLUME)\s+[A-Z0-9IVXLC]+[.:]?$", re.IGNORECASE)
+
+
+def book_blocks(text: str) -> list[Block]:
+    """A plain-text book as blocks: its paragraphs (apart by blank lines), each keeping its line
+    breaks; a paragraph that is only "STAVE ONE", "CHAPTER IV", "Book 2", … is a chapter heading."""
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    blocks: list[Block] = []
+    for paragraph in re.split(r"\n[ \t]*\n\s*", text.strip()):
+        lines = [line.rstrip() for line in paragraph.split("\n")]
+        if len(lines) == 1 and CHAPTER.match(lines[0].strip()):
+            blocks.append(("h", 1, lines[0].strip()))
+        else:
+            blocks.append(("p", "\n".join(lines)))
+    return blocks
 
 
 # --------------------------------------------------------------------------------------------
