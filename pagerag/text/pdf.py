@@ -253,29 +253,32 @@ def _lay_out(pages: list[list[Line]], outline, labels, pitches: dict[int, float]
     layout = Layout()
     lengths = sorted(len(line.text) for lines in pages for line in lines)
     full = lengths[int(0.9 * (len(lengths) - 1))] if lengths else 0  # the length of a full line
-    ended = True  # the text so far ends a paragraph
     by_page: dict[int, list[tuple[int, str, float | None]]] = {}
     for level, title, index, top in outline:
         by_page.setdefault(index, []).append((level, title, top))
+    runs_on = False  # the text so far ends inside a paragraph (its last line was full)
     for index, lines in enumerate(pages):
         layout.page(index + 1, labels[index])
-        starts = _section_starts(lines, by_page.get(index, []))
-        opens = {i for i, _ in starts}
-        first = True
-        for start, block in _blocks(lines, opens, pitches):
-            for at, heading in starts:
-                if at == start:
-                    layout.section(*heading)
-            # a page's first paragraph may run on from the page before (unless a section opens)
-            separator = "\n" if first and start not in opens and not ended else "\n\n"
-            if layout.paragraph("\n".join(line.text for line in block), separator) is not None:
-                first = False
+        _lay_out_page(layout, lines, _section_starts(lines, by_page.get(index, [])), pitches, runs_on)
         if lines:
-            ended = len(lines[-1].text) < SHORT_LINE * full
-        for at, heading in starts:  # a bookmark to a page without text: the section starts after it
-            if at >= len(lines):
-                layout.section(*heading)
+            runs_on = len(lines[-1].text) >= SHORT_LINE * full
     return layout
+
+
+def _lay_out_page(layout: Layout, lines: list[Line], starts, pitches: dict[int, float], runs_on: bool) -> None:
+    opens = {i for i, _ in starts}
+    first = True
+    for start, block in _blocks(lines, opens, pitches):
+        for at, heading in starts:
+            if at == start:
+                layout.section(*heading)
+        # the page's first paragraph runs on from the page before, unless that ended or a section opens
+        separator = "\n" if first and runs_on and start not in opens else "\n\n"
+        if layout.paragraph("\n".join(line.text for line in block), separator) is not None:
+            first = False
+    for at, heading in starts:  # a bookmark to a page without text: its section starts after it
+        if at >= len(lines):
+            layout.section(*heading)
 
 
 def _section_starts(lines: list[Line], marks) -> list[tuple[int, tuple[int, str]]]:
