@@ -62,28 +62,13 @@ def carol_repo(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 # A repository built once per session from one manual as a PDF, an EPUB, a Word file and a web
 # page (made with the writers of the test extra), each saying a codeword of its own in section
-# "3 Setup › 3.2 Installing" — on the PDF's last page.
-
-FORMAT_CODEWORDS = {"pdf": "saffron", "epub": "turquoise", "docx": "vermilion", "html": "ochre"}
-
-
-def format_manual(fmt: str) -> list:
-    filler = "The widget is a sturdy little device, and it hums quietly while it works. "
-    return [
-        ("h", 1, "1 Introduction"),
-        *[("p", f"Paragraph {i} of the {fmt} manual. " + filler * 20) for i in range(3)],
-        ("h", 1, "3 Setup"),
-        ("p", "Read the safety notes before you begin. " + filler * 4),
-        ("h", 2, "3.2 Installing"),
-        ("p", f"Run the installer and wait for the green light. The {fmt} codeword is {FORMAT_CODEWORDS[fmt]}."),
-        ("p", filler * 6),
-    ]
+# "3 Setup › 3.2 Installing" — on the PDF's last page (helpers/documents.format_manual).
 
 
 @pytest.fixture(scope="session")
 def formats_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("reportlab", reason="the format tests need the writers of the test extra: pip install -e '.[test]'")
-    from helpers.documents import write_docx, write_epub, write_html, write_pdf
+    from helpers.documents import format_manual, write_docx, write_epub, write_html, write_pdf
 
     folder = tmp_path_factory.mktemp("manuals")
     write_pdf(folder / "manual.pdf", format_manual("pdf"), title="Widget Manual", labels=True)

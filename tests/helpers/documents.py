@@ -18,6 +18,24 @@ Block = tuple
 CHAPTER = re.compile(r"^(?:STAVE|CHAPTER|BOOK|PART|VOLUME)\s+[A-Z0-9IVXLC]+[.:]?$", re.IGNORECASE)
 
 
+# A manual: a chapter of three long paragraphs (a PDF of it runs over three A5 pages), then a
+# chapter with a section "3 Setup › 3.2 Installing" that says a codeword of the format's own.
+FORMAT_CODEWORDS = {"pdf": "saffron", "epub": "turquoise", "docx": "vermilion", "html": "ochre"}
+
+
+def format_manual(fmt: str) -> list[Block]:
+    filler = "The widget is a sturdy little device, and it hums quietly while it works. "
+    return [
+        ("h", 1, "1 Introduction"),
+        *[("p", f"Paragraph {i} of the {fmt} manual. " + filler * 20) for i in range(3)],
+        ("h", 1, "3 Setup"),
+        ("p", "Read the safety notes before you begin. " + filler * 4),
+        ("h", 2, "3.2 Installing"),
+        ("p", f"Run the installer and wait for the green light. The {fmt} codeword is {FORMAT_CODEWORDS[fmt]}."),
+        ("p", filler * 6),
+    ]
+
+
 def book_blocks(text: str) -> list[Block]:
     """A plain-text book as blocks: its paragraphs (apart by blank lines), each keeping its line
     breaks; a paragraph that is only "STAVE ONE", "CHAPTER IV", "Book 2", … is a chapter heading."""

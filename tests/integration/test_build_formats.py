@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FORMAT_CODEWORDS
+from helpers.documents import FORMAT_CODEWORDS
 from pagerag.repository import Repository, validate_repository
 
 pytestmark = pytest.mark.slow
