@@ -39,6 +39,7 @@ class BuildReport:
     repo: Path
     manifest: dict[str, Any]
     resumed_stages: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what loading skipped or left out
 
 
 class StageCache:
@@ -90,11 +91,14 @@ def cache_dir_for(repo: Path) -> Path:
 
 def build_repository(
     paths: list[str | Path], repo: str | Path, settings: Settings, show_progress: bool = True,
-    on_progress: ProgressListener | None = None, root: Path | None = None,
+    on_progress: ProgressListener | None = None, root: Path | None = None, password: str | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> BuildReport:
     """Build a repository from `paths` and publish it atomically at `repo`. `on_progress(stage,
     completed, total)` watches the stages (with or without the progress bars). With `root` (a
-    server's build root) every file read must really lie under it, symbolic links resolved."""
+    server's build root) every file read must really lie under it, symbolic links resolved.
+    `password` opens encrypted PDFs; `on_note(text)` hears, once loading is done, what it
+    skipped (unsupported files in a folder, PDF pages without text)."""
     from .repository import check_target, clean_stale_staging, publish, staging_dir, validate_repository
     from .text.load import load_sources
 
@@ -108,7 +112,11 @@ def build_repository(
     staging = staging_dir(repo)
     # Loading is fast and is where bad input shows up: do it before any progress bar is drawn,
     # so an error is the only line the user sees.
-    docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths], settings.chunk, root=root))
+    notes: list[str] = []
+    docs = _timed(timings, "load", lambda: load_sources([Path(p) for p in paths], settings.chunk, root=root,
+                                                        password=password, notes=notes))
+    for note in notes if on_note else ():
+        on_note(note)
     try:
         with StageProgress(show_progress, listener=on_progress) as progress:
             passages, vectors, bm25, graph_stage, windows = _run_stages(docs, settings, cache, progress, timings, llm)
@@ -131,7 +139,7 @@ def build_repository(
             _timed(timings, "snapshot", lambda: _write_query_snapshot(repo, settings))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return BuildReport(repo=repo, manifest=manifest, resumed_stages=sorted(set(cache.hits)))
+    return BuildReport(repo=repo, manifest=manifest, resumed_stages=sorted(set(cache.hits)), notes=notes)
 
 
 def _write_query_snapshot(repo: Path, settings: Settings) -> None:
@@ -369,7 +377,9 @@ def _manifest(docs: list[SourceDoc], passages, stage: "GraphStage", settings: Se
         "pagerag_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "sources": [
-            {"doc_id": d.doc_id, "path": str(Path(d.path).resolve()), "sha256": d.sha256, "encoding": d.encoding,
+            {"doc_id": d.doc_id, "path": str(Path(d.path).resolve()), "format": d.structure.format,
+             "pages": len(d.structure.pages), "sections": len(d.structure.headings),
+             "sha256": d.sha256, "encoding": d.encoding,
              "chars": len(d.text), "content_start": d.content_start, "content_end": d.content_end,
              "words": len(d.body.split())}
             for d in docs

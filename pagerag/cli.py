@@ -42,10 +42,14 @@ def _print_json(data) -> None:
 
 @app.command()
 def build(
-    paths: List[Path] = typer.Argument(..., help="Text/Markdown files or folders of them, or corpus:NAME (see `pagerag corpus list`)."),
+    paths: List[Path] = typer.Argument(..., help="Files (.txt, .md, .pdf, .epub, .html, .docx) or folders of them "
+                                       "(other files are listed and skipped), or corpus:NAME (see `pagerag corpus list`)."),
     repo: Path = RepoOption,
     pipeline: Optional[str] = PipelineOption,
     extractor: Optional[str] = typer.Option(None, "--extractor", help="Graph extractor: nlp (spaCy, default) or llm."),
+    password: Optional[str] = typer.Option(None, "--password", envvar="PAGERAG_PDF_PASSWORD", show_envvar=True,
+                                           help="Password of encrypted PDFs (the environment variable keeps it "
+                                                "out of the process list). Never stored."),
     config: Optional[Path] = ConfigOption,
     set_: Optional[List[str]] = SetOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
@@ -56,7 +60,8 @@ def build(
 
     settings = _settings(pipeline, config, set_, {"extract": {"extractor": extractor}})
     sources = resolve_corpus_paths([str(p) for p in paths])  # corpus:NAME → its verified files
-    report = build_repository(sources, repo, settings, show_progress=not quiet)
+    report = build_repository(sources, repo, settings, show_progress=not quiet, password=password,
+                              on_note=lambda note: typer.echo(f"note: {note}", err=True))
     stats = report.manifest["stats"]
     resumed = f" (resumed: {', '.join(report.resumed_stages)} from cache)" if report.resumed_stages else ""
     typer.echo(

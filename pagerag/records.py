@@ -18,16 +18,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import RepositoryError
+from .structure import Place, Structure
 
 
 @dataclass
 class SourceDoc:
     """One loaded input file.
 
-    `text` is the decoded file with newlines normalised to "\\n"; it is stored in the repository
-    (sources/<doc_id>.txt) and every offset in the repository points into it. `content_start` and
-    `content_end` bound the body once a Project Gutenberg header/licence is stripped: the body is
-    `text[content_start:content_end]`, so offsets stay honest without copying.
+    `text` is the decoded file with newlines normalised to "\\n" (for a PDF, EPUB, Word file or
+    web page: the text read out of it, paragraphs apart by a blank line); it is stored in the
+    repository (sources/<doc_id>.txt) and every offset in the repository points into it.
+    `content_start` and `content_end` bound the body once a Project Gutenberg header/licence is
+    stripped: the body is `text[content_start:content_end]`, so offsets stay honest without
+    copying. `structure` maps the text's offsets to the file's pages and sections.
     """
 
     doc_id: str
@@ -37,6 +40,7 @@ class SourceDoc:
     encoding: str
     content_start: int = 0
     content_end: int | None = None  # None = end of text
+    structure: Structure = field(default_factory=Structure)
 
     @property
     def body(self) -> str:
@@ -72,12 +76,28 @@ class Span:
         return source.count("\n", 0, self.start) + 1
 
 
+# The fields that say where a span lies in the original file (structure.py): the page its start
+# is on (1-based; `page_label` is the number printed on it when that differs) and the section
+# path, outermost first. None / [] for a document without pages or headings (plain text).
+PLACE_FIELDS = ("page", "page_label", "section")
+
+
+def set_place(span: Any, place: Place) -> Any:
+    """`span` with its page and section from `place` (the structure map's look-up of its start)."""
+    span.page, span.page_label, span.section = place.page, place.page_label, list(place.section)
+    return span
+
+
 @dataclass
 class Passage(Span):
-    """A token window of a source: the textual floor."""
+    """A token window of a source: the textual floor. It never runs across a section boundary,
+    so its section is the section of all of it."""
 
     n_tokens: int
     ordinal: int  # position of the passage in its document
+    page: int | None = None
+    page_label: str | None = None
+    section: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,6 +245,9 @@ class Evidence(Span):
     communities: list[str] = field(default_factory=list)  # community ids it was picked for
     trimmed: bool = False  # True when only part of the passage fitted the budget
     entities: list[str] = field(default_factory=list)  # graph entities that led the PPR walk here
+    page: int | None = None
+    page_label: str | None = None
+    section: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -328,6 +351,9 @@ class Excerpt(Span):
     n_tokens: int = 0
     line: int = 0  # 1-based line of `start` in the source file
     score: float = 0.0  # how well it matches the question (for ordering)
+    page: int | None = None
+    page_label: str | None = None
+    section: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -336,6 +362,9 @@ class Citation(Span):
 
     n: int = 0
     line: int = 0
+    page: int | None = None
+    page_label: str | None = None
+    section: list[str] = field(default_factory=list)
 
     @property
     def quote(self) -> str:
@@ -344,11 +373,12 @@ class Citation(Span):
     @classmethod
     def of(cls, excerpt: Excerpt) -> "Citation":
         return cls(excerpt.passage_id, excerpt.doc_id, excerpt.file, excerpt.start, excerpt.end, excerpt.text,
-                   excerpt.n, excerpt.line)
+                   excerpt.n, excerpt.line, excerpt.page, excerpt.page_label, list(excerpt.section))
 
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "passage_id": self.passage_id, "file": self.file, "start": self.start, "end": self.end,
-                "quote": self.text, "line": self.line}
+                "quote": self.text, "line": self.line, "page": self.page, "page_label": self.page_label,
+                "section": list(self.section)}
 
 
 @dataclass

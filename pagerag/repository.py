@@ -3,6 +3,9 @@
     R/
       manifest.json        sources, settings, versions, counts, raw vs governed statistics
       sources/<doc>.txt    decoded, newline-normalised source text (all offsets point into it)
+      sources/<doc>.structure.json   its structure map: the original file's name and format, its
+                           pages and headings as offsets into <doc>.txt (structure.py); a
+                           repository built before it existed has none: no page, no section
       tables/              LanceDB: passages (+vectors), entities_/relations_/communities_
                            {governed,raw} (+ entity vectors); provenance lives in passage_ids
       bm25/                bm25s index; document i = passage row i
@@ -26,10 +29,12 @@ import numpy as np
 
 from .errors import RepositoryError
 from .graph.provenance import provenance_problems
-from .records import Community, Entity, Graph, Passage, Relation, SourceDoc
+from .records import PLACE_FIELDS, Community, Entity, Graph, Passage, Relation, SourceDoc, set_place
+from .structure import Structure
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+STRUCTURE_SUFFIX = ".structure.json"
 GRAPH_KINDS = ("governed", "raw")
 STORE_BACKEND = "lancedb"
 
@@ -68,7 +73,11 @@ class Repository:
 
     @functools.cached_property
     def passages(self) -> list[Passage]:
-        return [Passage(**row) for row in self.store.read("passages")]
+        """The passages, each with its page and section from its document's structure map."""
+        passages = [Passage(**row) for row in self.store.read("passages")]
+        for p in passages:
+            set_place(p, self.structure(p.doc_id).place(p.start))
+        return passages
 
     @functools.cached_property
     def passage_index(self) -> dict[str, int]:
@@ -103,6 +112,18 @@ class Repository:
     @functools.lru_cache(maxsize=8)
     def source_text(self, doc_id: str) -> str:
         return (self.path / "sources" / f"{doc_id}.txt").read_text(encoding="utf-8")
+
+    @functools.lru_cache(maxsize=64)
+    def structure(self, doc_id: str) -> Structure:
+        """The document's structure map; an empty one (no pages, no sections) when the repository
+        was built before there were any."""
+        path = self.path / "sources" / f"{doc_id}{STRUCTURE_SUFFIX}"
+        try:
+            return Structure.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return Structure()
+        except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+            raise RepositoryError(f"{path}: unreadable structure map ({exc.__class__.__name__}); rebuild") from None
 
     def stats(self) -> dict[str, Any]:
         return dict(self.manifest.get("stats", {}))
@@ -145,8 +166,12 @@ def write_repository(
     (staging / "sources").mkdir(parents=True, exist_ok=True)
     for doc in docs:
         (staging / "sources" / f"{doc.doc_id}.txt").write_text(doc.text, encoding="utf-8")
+        (staging / "sources" / f"{doc.doc_id}{STRUCTURE_SUFFIX}").write_text(
+            json.dumps(doc.structure.to_dict(), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
     store = open_store(STORE_BACKEND, staging / "tables")
-    store.write("passages", [asdict(p) for p in passages], passage_vectors)
+    # page and section live in the structure map only (one truth; the table keeps its columns)
+    rows = [{k: v for k, v in asdict(p).items() if k not in PLACE_FIELDS} for p in passages]
+    store.write("passages", rows, passage_vectors)
     for kind in GRAPH_KINDS:
         graph = graphs[kind]
         store.write(f"entities_{kind}", [asdict(e) for e in graph.entities], entity_vectors.get(kind))
@@ -176,6 +201,10 @@ def validate_repository(path: Path) -> Repository:
     for p in passages:
         if repo.source_text(p.doc_id)[p.start : p.end] != p.text:
             raise RepositoryError(f"{path}: passage {p.passage_id} does not match its source span")
+    for doc_id in {p.doc_id for p in passages}:
+        structure, length = repo.structure(doc_id), len(repo.source_text(doc_id))
+        if any(not 0 <= x.start <= length for x in [*structure.pages, *structure.headings]):
+            raise RepositoryError(f"{path}: the structure map of {doc_id} points outside its text")
     if repo.passage_vectors.shape[0] != len(passages):
         raise RepositoryError(f"{path}: passage vectors do not match passages")
     if repo.bm25.n_docs != len(passages):

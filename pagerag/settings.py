@@ -37,6 +37,10 @@ class ChunkSettings(_Section):
     max_line_chars: int = Field(
         1_000_000, ge=1000, description="Input files with a single line longer than this (characters) are refused."
     )
+    max_unpacked_mb: float = Field(
+        500.0, gt=0, description="EPUB and Word files whose text parts unpack to more than this (MB) are refused "
+        "before they are unpacked (a zip bomb is not inflated).",
+    )
 
 
 class EmbedSettings(_Section):

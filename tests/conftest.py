@@ -94,3 +94,31 @@ def printer_questions(data_dir: Path) -> dict[str, dict]:
     if not path.is_file():
         pytest.skip(f"{path} not found in PAGERAG_DATA_DIR")
     return {row["id"]: row for row in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if row}
+
+# A repository built once per session from one manual as a PDF, an EPUB, a Word file and a web
+# page (made with the writers of the test extra), each saying a codeword of its own in section
+# "3 Setup › 3.2 Installing" — on the PDF's last page (helpers/documents.format_manual).
+
+
+@pytest.fixture(scope="session")
+def formats_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("reportlab", reason="the format tests need the writers of the test extra: pip install -e '.[test]'")
+    from helpers.documents import format_manual, write_docx, write_epub, write_html, write_pdf
+
+    folder = tmp_path_factory.mktemp("manuals")
+    write_pdf(folder / "manual.pdf", format_manual("pdf"), title="Widget Manual", labels=True)
+    write_epub(folder / "guide.epub", format_manual("epub"), title="Widget Guide")
+    write_docx(folder / "notes.docx", format_manual("docx"))
+    write_html(folder / "page.html", format_manual("html"), title="Widget Page")
+    (folder / "cover.png").write_bytes(b"\x89PNG\r\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def formats_repo(formats_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pagerag.build import build_repository
+    from pagerag.settings import load_settings
+
+    repo = tmp_path_factory.mktemp("repos") / "manuals.rag"
+    build_repository([formats_folder], repo, load_settings(environ={}), show_progress=False)
+    return repo

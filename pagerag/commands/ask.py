@@ -97,6 +97,8 @@ def _loop(rag, as_json: bool) -> None:
 
 
 def format_answer(answer) -> str:
+    from ..structure import cite_place
+
     lines: list[str] = []
     if answer.answered:
         lines.append(f"Answer: {answer.answer}")
@@ -105,7 +107,8 @@ def format_answer(answer) -> str:
         for c in answer.citations:
             quote = " ".join(c.quote.split())
             lines.append(f"[{c.n}] \u201c{quote}\u201d")
-            lines.append(f"    {Path(c.file).name}, line {c.line} (chars {c.start}-{c.end}, passage {c.passage_id})")
+            where = cite_place(c.page, c.page_label, c.section, c.line)
+            lines.append(f"    {Path(c.file).name}, {where} (chars {c.start}-{c.end}, passage {c.passage_id})")
     else:
         lines.append(f"Refused ({answer.reason}): {answer.answer}")
     lines.append("")

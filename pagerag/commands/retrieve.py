@@ -43,6 +43,8 @@ def print_retrieval(result) -> None:
     from rich.markup import escape  # book text and path labels contain [brackets]
     from rich.table import Table
 
+    from ..structure import cite_place
+
     console = Console()
     a, p = result.analysis, result.plan
     links = ", ".join(f"{l.mention} → {l.name} ({l.method} {l.score:.2f})" for l in a.links) or "none"
@@ -58,13 +60,17 @@ def print_retrieval(result) -> None:
     table = Table(title=f"evidence: {len(result.evidence)} spans, {result.evidence_tokens} tokens")
     table.add_column("#", justify="right")
     table.add_column("passage", no_wrap=True)
+    placed = any(ev.page is not None or ev.section for ev in result.evidence)  # a PDF, EPUB, … not plain text
+    if placed:
+        table.add_column("where")
     table.add_column("span")
     table.add_column("found by")
     table.add_column("text", ratio=1, overflow="fold")
     for ev in result.evidence:
         text = " ".join(ev.text.split())
         found = ", ".join(ev.operators) + (f" (via {', '.join(ev.entities)})" if ev.entities else "")
-        table.add_row(str(ev.rank), ev.passage_id, f"{ev.start}-{ev.end}{' (part)' if ev.trimmed else ''}",
+        where = [escape(cite_place(ev.page, ev.page_label, ev.section))] if placed else []
+        table.add_row(str(ev.rank), ev.passage_id, *where, f"{ev.start}-{ev.end}{' (part)' if ev.trimmed else ''}",
                       escape(found), escape(text if len(text) <= 200 else text[:199] + "…"))
     console.print(table)
     steps = {k: v for k, v in result.timings_ms.items() if k not in ("total",)}

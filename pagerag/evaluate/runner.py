@@ -274,7 +274,8 @@ def _row(pipeline: str, task: EvalTask, item: QAItem, answer: dict[str, Any], sc
         "pipeline": pipeline, "dataset": task.dataset, "id": item.id, "type": item.type, "answerable": item.answerable,
         "question": item.question, "gold": item.answers[:1],
         "decision": answer["decision"], "reason": answer.get("reason"), "answer": answer.get("answer", ""),
-        "citations": [{k: c.get(k) for k in ("passage_id", "file", "start", "end", "line", "quote")}
+        "citations": [{k: c.get(k) for k in ("passage_id", "file", "start", "end", "line", "page", "page_label",
+                                             "section", "quote")}
                       for c in answer.get("citations", [])],
         "rcs": answer.get("rcs"), "tau": answer.get("tau"), "escalated": bool(answer.get("escalated")),
         "need": plan.get("need"), "operators": plan.get("operators"), "budget_tokens": plan.get("budget_tokens"),

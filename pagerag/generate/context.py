@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..offline import count_tokens
-from ..records import Evidence, Excerpt, Window
+from ..records import Evidence, Excerpt, Window, set_place
 
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -97,7 +97,7 @@ def make_excerpt(state, where: Window, start: int, end: int, n: int, score: floa
                       score=round(score, 4))
     excerpt.n_tokens = count_tokens(excerpt.text, encoding)
     excerpt.line = excerpt.line_in(source)
-    return excerpt
+    return set_place(excerpt, state.place(where.doc_id, start))
 
 
 def _merge(chosen: list[Window]) -> list[tuple[int, int, Window, float]]:

@@ -10,7 +10,7 @@ sliced from the source it names, so it is exact by construction.
 from __future__ import annotations
 
 from ..offline import count_tokens, get_encoding
-from ..records import Evidence, Plan
+from ..records import Evidence, Plan, set_place
 from .pool import PoolItem
 from .state import RepoState
 
@@ -127,10 +127,10 @@ def _evidence(it: PoolItem, plan: Plan, state: RepoState, start: int, end: int, 
     if it.window is not None and "rerank" in order:
         ops.append("rerank")
     text = p.text if not trimmed and (start, end) == (p.start, p.end) else state.source_text(p.doc_id)[start:end]
-    return Evidence(
+    return set_place(Evidence(
         p.passage_id, p.doc_id, p.file, start, end, text,
         n_tokens=tokens, operators=ops, scores=scores,
         paths=list(it.paths) if plan.structural_guidance else [],
         communities=list(it.communities) if plan.structural_guidance else [],
         trimmed=trimmed, entities=list(it.entities),
-    )
+    ), state.place(p.doc_id, start))

@@ -157,6 +157,10 @@ class RepoState:
     def passage(self, passage_id: str):
         return self.passages[self.passage_index[passage_id]]
 
+    def place(self, doc_id: str, offset: int):
+        """The page and section of an offset of a document (its structure map, read once)."""
+        return self.repo.structure(doc_id).place(offset)
+
     def memo(self, key: Any, make: Callable[[], Any]) -> Any:
         """A value derived from this repository version, computed once and kept with the state
         (sentence-window index, IDF table, …), so it is freed when the state is forgotten."""

@@ -1,5 +1,5 @@
 """Build jobs over HTTP: `POST /v1/builds` from a file or folder under the build root, or from
-uploaded .txt/.md files; progress as server-sent events; `DELETE /v1/builds/{id}` cancels.
+uploaded files (.txt, .md, .pdf, .epub, .html, .docx); progress as server-sent events; `DELETE /v1/builds/{id}` cancels.
 
 The jobs themselves (a bounded queue, one build at a time in its own process, cancelling,
 cleaning up) are jobs.py. Naming a served repository rebuilds it; its new version is swapped in
@@ -25,7 +25,6 @@ from .jobs import Job
 
 router = APIRouter(tags=["builds"])
 
-TEXT_SUFFIXES = (".txt", ".md")
 MAX_FILES = 100
 SNIFF_BYTES = 8192
 HEARTBEAT_S = 15.0
@@ -75,25 +74,43 @@ def _check_repo_name(name: Any) -> str:
 async def _save_uploads(form, directory: Path) -> list[Path]:
     from starlette.datastructures import UploadFile
 
+    from ..text.load import SUPPORTED_SUFFIXES
+
     files = [v for k, v in form.multi_items() if isinstance(v, UploadFile)]
     if not files:
-        raise ApiError(400, "no files uploaded: send .txt or .md files in the multipart field 'files'")
+        raise ApiError(400, "no files uploaded: send .txt, .md, .pdf, .epub, .html or .docx files in the "
+                            "multipart field 'files'")
     if len(files) > MAX_FILES:
         raise ApiError(413, f"too many files ({len(files)}; at most {MAX_FILES})")
     saved: list[Path] = []
     for upload in files:
         name = Path(upload.filename or "").name
-        if not name.lower().endswith(TEXT_SUFFIXES):
-            raise ApiError(415, f"'{name or '(no name)'}' is not a .txt or .md file")
+        if not name.lower().endswith(SUPPORTED_SUFFIXES):
+            raise ApiError(415, f"'{name or '(no name)'}' is not a supported file (.txt, .md, .pdf, .epub, .html, .docx)")
         data = await upload.read()
-        if b"\x00" in data[:SNIFF_BYTES]:
-            raise ApiError(415, f"'{name}' is not a text file")
+        _sniff(name, data)
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "upload.txt"
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / safe
         path.write_bytes(data)
         saved.append(path)
     return saved
+
+
+def _sniff(name: str, data: bytes) -> None:
+    """Refuse, before a job is queued, a file whose first bytes are not of the kind its name
+    says (the build reads it fully, and says more, in its own process)."""
+    suffix = Path(name).suffix.lower()
+    if suffix == ".pdf":
+        ok, kind = b"%PDF-" in data[:1024], "a PDF"
+    elif suffix == ".epub":
+        ok, kind = data.startswith(b"PK\x03\x04"), "an EPUB (a zip file)"
+    elif suffix == ".docx":
+        ok, kind = data.startswith(b"PK\x03\x04"), "a Word file (a zip file)"
+    else:
+        ok, kind = b"\x00" not in data[:SNIFF_BYTES], "a text file"
+    if not ok:
+        raise ApiError(415, f"'{name}' is not {kind}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,7 +167,7 @@ async def start_build(request: Request):
         root = server.config.build_root
         job = server.builds.submit(repo, [full], "path", [str(full.relative_to(root)) if full != root else "."])
     else:
-        raise ApiError(415, "send JSON {\"path\", \"repo\"} or a multipart upload of .txt/.md files")
+        raise ApiError(415, "send JSON {\"path\", \"repo\"} or a multipart upload of files")
     return JSONResponse(job.to_dict(), status_code=202, headers={"Location": f"/v1/builds/{job.id}"})
 
 

@@ -24,6 +24,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from ..structure import cite_place
 from .errors import ApiError
 from .public import document_name
 
@@ -93,6 +94,7 @@ async def chat_completions(body: ChatRequest, request: Request):
              "question": asked.question, "rewritten_from": asked.original if asked.rewritten else None,
              "rewrite": asked.method,
              "citations": [{"n": c.n, "file": document_name(c.file), "doc_id": c.doc_id, "line": c.line,
+                            "page": c.page, "page_label": c.page_label, "section": list(c.section),
                             "passage_id": c.passage_id,
                             "start": c.start, "end": c.end, "quote": c.quote} for c in answer.citations]}
     if body.stream:
@@ -154,7 +156,8 @@ def _reply_body(answer) -> str:
         quote = " ".join(c.quote.split())
         if len(quote) > QUOTE_CHARS:
             quote = quote[: QUOTE_CHARS - 1] + "…"
-        notes.append(f"[{c.n}] {document_name(c.file)}, line {c.line}: \u201c{quote}\u201d")
+        notes.append(f"[{c.n}] {document_name(c.file)}, {cite_place(c.page, c.page_label, c.section, c.line)}: "
+                     f"\u201c{quote}\u201d")
     return answer.answer.strip() + ("\n\n" + "\n".join(notes) if notes else "")
 
 

@@ -15,7 +15,8 @@ from typing import Any, Optional
 from .config import ServeConfig
 
 INSTRUCTIONS = (
-    "PAGE-RAG answers questions about the books it has indexed, citing passages (file, line, quote), "
+    "PAGE-RAG answers questions about the books it has indexed, citing passages (file; page and section "
+    "for a PDF, EPUB, Word file or web page, else line; quote), "
     "or refuses and says why (low_retrieval_confidence, insufficient_evidence, unsupported_answer). "
     "A refusal is a finding, not a failure: the book does not support an answer. Call `repos` to see the books."
 )
@@ -61,14 +62,14 @@ def build_server(config: ServeConfig, registry):
 
     @server.tool()
     async def ask(question: str, repo: Optional[str] = None) -> dict[str, Any]:
-        """Answer a question about a book with numbered citations (quote, file, line), or refuse and say why.
+        """Answer a question about a book with numbered citations (quote, file, page and section or line), or refuse and say why.
         `repo` names the book (see `repos`); it may be left out when one is served."""
         check(question)
         return await run(repo, lambda rag: public.answer(rag.ask(question)))
 
     @server.tool()
     async def retrieve(question: str, repo: Optional[str] = None) -> dict[str, Any]:
-        """The passages that bear on a question (cited spans with file and offsets) and how they were found,
+        """The passages that bear on a question (cited spans with file, offsets, page and section) and how they were found,
         without answering."""
         check(question)
         return await run(repo, lambda rag: public.retrieval(rag.retrieve(question)))

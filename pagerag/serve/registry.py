@@ -65,7 +65,8 @@ class Version:
             "name": self.repo, "version": self.version,  # no path: clients see names, not the server's disk
             "created": manifest.get("created"), "pagerag_version": manifest.get("pagerag_version"),
             "extractor": manifest.get("extractor"),
-            "sources": [{"doc_id": s.get("doc_id"), "file": Path(str(s.get("path", ""))).name, "words": s.get("words")}
+            "sources": [{"doc_id": s.get("doc_id"), "file": Path(str(s.get("path", ""))).name,
+                         "format": s.get("format", "text"), "words": s.get("words")}
                         for s in manifest.get("sources", [])],
             "stats": self.repository.stats(),
             "stage_seconds": manifest.get("stage_seconds", {}),

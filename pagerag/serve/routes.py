@@ -120,7 +120,7 @@ def _delete_repository(source) -> None:
 
 
 @router.get("/v1/repos/{repo}/passages/{passage_id}", tags=["repositories"],
-            summary="A cited quote in its surrounding text, with its file and line")
+            summary="A cited quote in its surrounding text, with its file, line, page and section")
 async def passage(request: Request, response: Response, repo: str, passage_id: str,
                   start: Optional[int] = Query(None, ge=0, description="Start of the quote (character offset)."),
                   end: Optional[int] = Query(None, ge=0, description="End of the quote (character offset)."),
@@ -155,11 +155,13 @@ def _passage_in_context(version, passage_id: str, start: int | None, end: int | 
     if not p.start <= start < end <= p.end:
         raise ApiError(400, f"start/end must lie inside passage {passage_id} ({p.start}-{p.end}), got {start}-{end}")
     source = repository.source_text(p.doc_id)
+    place = repository.structure(p.doc_id).place(start)
     lo, hi = max(0, start - context), min(len(source), end + context)
     return {
         "repo": version.repo, "version": version.version, "passage_id": passage_id, "doc_id": p.doc_id,
         "file": Path(p.file).name,
         "line": source.count("\n", 0, start) + 1, "start": start, "end": end,
+        "page": place.page, "page_label": place.page_label, "section": list(place.section),
         "before": source[lo:start], "quote": source[start:end], "after": source[end:hi],
         "passage_start": p.start, "passage_end": p.end,
     }

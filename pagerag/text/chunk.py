@@ -11,15 +11,22 @@ Word pieces are counted where they are needed, in batches: with the default 200 
 is ~190 word pieces, so windows are packed by tokens, counted once, and only the rare window over
 the cap has its sentences counted and is repacked. When `tokens` is large enough that the cap will
 bind (e.g. 1000), sentences are counted up front and packed under both budgets, then checked.
+
+A passage never runs across a section boundary (a heading of the document's structure map): a
+sentence is cut at one, and a window that crosses one is cut there, its pieces that another
+window already holds dropped. Windows that cross no boundary are exactly those of the same text
+without a structure map, so the same book as plain text and as an EPUB chunks alike except at
+its chapter starts.
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..offline import get_encoding
-from ..records import Passage, SourceDoc
+from ..records import Passage, SourceDoc, set_place
 from ..settings import ChunkSettings
 from .sentences import split_sentences, trim_span
 
@@ -80,13 +87,14 @@ def chunk_document(
     budget = _Budget(settings.tokens, cap if eager else _NO_CAP, settings.overlap)
     counter = count_wordpieces if eager else None
     body_end = len(doc.text) if doc.content_end is None or doc.content_end < 0 else doc.content_end
-    spans = split_sentences(doc.text, doc.content_start, body_end)
+    breaks = [b for b in doc.structure.breaks() if doc.content_start < b < body_end]
+    spans = _cut_spans(doc.text, split_sentences(doc.text, doc.content_start, body_end), breaks)
     units = _fit(doc.text, _measure(doc.text, spans, encoding, counter), encoding, counter, budget)
     windows = _pack_windows(units, budget)
     if count_wordpieces:
         budget.pieces = cap
         windows = _enforce_wordpiece_cap(doc.text, windows, encoding, count_wordpieces, budget)
-    return _make_passages(doc, windows, encoding)
+    return _make_passages(doc, _cut_windows(windows, breaks), encoding)
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,6 +182,50 @@ def _token_spans(text: str, unit: _Unit, encoding, budget: _Budget) -> list[tupl
 
 
 # --------------------------------------------------------------------------------------------
+# Section boundaries
+
+
+def _cut_spans(text: str, spans: list[tuple[int, int]], breaks: list[int]) -> list[tuple[int, int]]:
+    """Sentence spans cut where a section opens (a heading glued to the sentence before it)."""
+    if not breaks:
+        return spans
+    out = []
+    for start, end in spans:
+        inside = breaks[bisect.bisect_right(breaks, start) : bisect.bisect_left(breaks, end)]
+        for lo, hi in zip([start, *inside], [*inside, end]):
+            if trimmed := trim_span(text, lo, hi):
+                out.append(trimmed)
+    return out
+
+
+def _cut_windows(windows: list[Window], breaks: list[int]) -> list[Window]:
+    """Each window cut into its runs of units of one section; a piece that another piece holds
+    whole is dropped (the window before a boundary and the one after it overlap)."""
+    if not breaks:
+        return windows
+    pieces: list[Window] = []
+    for window in windows:
+        section = [bisect.bisect_right(breaks, u.start) for u in window]
+        first = 0
+        for i in range(1, len(window) + 1):
+            if i == len(window) or section[i] != section[first]:
+                pieces.append(window[first:i])
+                first = i
+    return [p for i, p in enumerate(pieces) if not _held_by_neighbour(pieces, i)]
+
+
+def _held_by_neighbour(pieces: list[Window], i: int) -> bool:
+    start, end = pieces[i][0].start, pieces[i][-1].end
+    for j in range(max(0, i - 3), min(len(pieces), i + 4)):
+        if j == i:
+            continue
+        other_start, other_end = pieces[j][0].start, pieces[j][-1].end
+        if other_start <= start and end <= other_end and ((other_start, other_end) != (start, end) or j < i):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------
 # Windows: runs of units within the budget, overlapping by whole units
 
 
@@ -252,9 +304,9 @@ def _make_passages(doc: SourceDoc, windows: list[Window], encoding) -> list[Pass
     texts = [_window_text(doc.text, w) for w in windows]
     n_tokens = _count_tokens(encoding, texts)
     return [
-        Passage(
+        set_place(Passage(
             passage_id=f"{doc.doc_id}:{ordinal:05d}", doc_id=doc.doc_id, file=doc.path,
             start=window[0].start, end=window[-1].end, text=passage_text, n_tokens=count, ordinal=ordinal,
-        )
+        ), doc.structure.place(window[0].start))
         for ordinal, (window, passage_text, count) in enumerate(zip(windows, texts, n_tokens))
     ]

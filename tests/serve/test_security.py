@@ -271,8 +271,12 @@ def test_the_build_process_checks_the_root_again_as_it_reads(build_root, tmp_pat
 
 def test_uploads_are_limited_in_type_and_size(served):
     builds = served.url + "/v1/builds"
-    message = error_of(httpx.post(builds, data={"repo": "up"}, files={"files": ("book.pdf", b"%PDF-1.4", "application/pdf")}), 415)
-    assert "book.pdf" in message
+    message = error_of(httpx.post(builds, data={"repo": "up"}, files={"files": ("book.rtf", b"{\\rtf1", "application/rtf")}), 415)
+    assert "book.rtf" in message and "not a supported file" in message
+    message = error_of(httpx.post(builds, data={"repo": "up"}, files={"files": ("book.pdf", b"MZ\x90\x00", "application/pdf")}), 415)
+    assert "'book.pdf' is not a PDF" in message
+    message = error_of(httpx.post(builds, data={"repo": "up"}, files={"files": ("book.epub", b"%PDF-1.4", "application/epub+zip")}), 415)
+    assert "'book.epub' is not an EPUB" in message
     error_of(httpx.post(builds, data={"repo": "up"}, files={"files": ("book.txt", b"MZ\x00\x00\x01binary", "text/plain")}), 415)
     big = b"It was the best of times. " * 20000  # ~0.5 MB, over this server's 0.2 MB limit
     assert "too large" in error_of(httpx.post(builds, data={"repo": "up"}, files={"files": ("big.txt", big, "text/plain")}), 413)

@@ -26,13 +26,18 @@ def _read(question: str, *texts: str, cosines=None):
 
 
 class _Source:
-    """make_excerpt reads the source text and nothing else."""
+    """make_excerpt reads the source text and its place (a plain text has no page or section)."""
 
     def __init__(self, text: str):
         self.text = text
 
     def source_text(self, doc_id):
         return self.text
+
+    def place(self, doc_id, offset):
+        from pagerag.structure import Place
+
+        return Place()
 
 
 def test_sentence_features_describe_the_question_in_the_sentence():

@@ -49,13 +49,13 @@ def test_folder_without_text_files(tmp_path: Path) -> None:
     write(tmp_path / "books" / "cover.png", b"\x89PNG")
     write(tmp_path / "books" / ".hidden.txt", PROSE)  # hidden files are not inputs
     message = input_error([tmp_path / "books"])
-    assert "books" in message and "no .txt or .md files" in message
+    assert "books" in message and "no supported files (.txt, .md, .pdf, .epub, .html, .docx)" in message
 
 
 def test_unsupported_extension(tmp_path: Path) -> None:
-    path = write(tmp_path / "book.pdf", PROSE)
+    path = write(tmp_path / "book.rtf", PROSE)
     message = input_error([path])
-    assert "book.pdf" in message and "unsupported file type '.pdf'" in message
+    assert "book.rtf" in message and "unsupported file type '.rtf'" in message and "save it as .docx first" in message
 
 
 def test_empty_file(tmp_path: Path) -> None:
@@ -186,12 +186,15 @@ def test_folder_is_recursive_sorted_and_skips_other_files(tmp_path: Path) -> Non
     root = tmp_path / "corpus"
     write(root / "b.txt", PROSE)
     write(root / "a" / "z.md", "# Title\n\n" + PROSE)
-    write(root / "a" / "notes.pdf", b"%PDF")
+    write(root / "a" / "cover.png", b"\x89PNG")
+    write(root / "a" / "old.doc", b"\xd0\xcf\x11\xe0")
     write(root / ".git" / "x.txt", PROSE)
     write(root / "C.TXT", PROSE)
-    docs = load_sources([root])
+    notes: list[str] = []
+    docs = load_sources([root], notes=notes)
     assert [Path(d.path).relative_to(root.resolve()).as_posix() for d in docs] == ["C.TXT", "a/z.md", "b.txt"]
     assert [d.doc_id for d in docs] == ["c", "z", "b"]
+    assert notes == ["skipped 2 unsupported files (not .txt, .md, .pdf, .epub, .html, .docx): cover.png, old.doc"]
     assert [d.doc_id for d in load_sources([root])] == [d.doc_id for d in docs]  # deterministic
 
 

@@ -110,9 +110,21 @@ function showAnswer(a) {
     return m && byNumber[m[1]] ? citeLink(byNumber[m[1]], part) : document.createTextNode(part);
   }));
   $("citations").replaceChildren(...a.citations.map((c) => el("li", {},
-    citeLink(c, `[${c.n}]`), ` ${fileName(c.file)}, line ${c.line}: `,
+    citeLink(c, `[${c.n}]`), ` ${fileName(c.file)}`, ...placeOf(c), ": ",
     el("span", { class: "quote" }, "\u201c" + shorten(c.quote, 220) + "\u201d"))));
 }
+
+// Where a citation lies: its page and section path (a PDF, EPUB, Word file, web page), or its
+// line in a plain text, each in its own element so the page can style them.
+function placeOf(c) {
+  const out = [];
+  if (c.page != null) out.push(", ", el("span", { class: "page" }, `p. ${c.page_label || c.page}`));
+  if (c.section && c.section.length) out.push(", ", el("span", { class: "section" }, c.section.join(" \u203a ")));
+  if (!out.length) out.push(`, line ${c.line}`);
+  return out;
+}
+
+const placeText = (c) => placeOf(c).map((part) => (typeof part === "string" ? part : part.textContent)).join("");
 
 function citeLink(c, label) {
   return el("a", { class: "cite", "data-n": c.n, href: "#", onclick: (e) => { e.preventDefault(); openPassage(c); } }, label);
@@ -126,12 +138,12 @@ async function openPassage(c) {
   const url = `/v1/repos/${repo}/passages/${encodeURIComponent(c.passage_id)}?start=${c.start}&end=${c.end}`;
   $("passage").hidden = false;
   document.body.classList.add("with-passage");
-  $("passage-title").textContent = `[${c.n}] ${fileName(c.file)}, line ${c.line}`;
+  $("passage-title").textContent = `[${c.n}] ${fileName(c.file)}${placeText(c)}`;
   $("passage-text").textContent = "Loading…";
   try {
     const { body } = await api(url);
     const mark = el("mark", {}, body.quote);
-    $("passage-title").textContent = `[${c.n}] ${body.file}, line ${body.line} (characters ${body.start}–${body.end})`;
+    $("passage-title").textContent = `[${c.n}] ${body.file}${placeText(body)} (characters ${body.start}–${body.end})`;
     $("passage-text").replaceChildren("…" + body.before, mark, body.after + "…");
     mark.scrollIntoView({ block: "center" });
   } catch (err) {
