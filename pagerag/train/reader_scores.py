@@ -33,7 +33,9 @@ def reader_for_book(book: str, readers: Path, final: Path | None) -> Path:
     from ..read.reader import MODEL_DIR
 
     if book in TRAIN_BOOKS:
-        for k, fold in enumerate(inner_folds(sorted(TRAIN_BOOKS))):
+        from .reader import FOLDS
+
+        for k, fold in enumerate(inner_folds(sorted(TRAIN_BOOKS), FOLDS)):
             if book in fold:
                 return readers / f"fold{k}" / "onnx"
     return final or MODEL_DIR
