@@ -60,6 +60,7 @@ class ReaderPair:
     label: int
     span: tuple[int, int] | None  # (start, end) in `sentence` of the answer, when found
     source: str  # retrieved | missed (an answer sentence retrieval did not return)
+    written: bool = False  # from a written question set (qa/train), not GraphRAG-Bench or synthetic
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -98,12 +99,12 @@ def pairs_for_example(row: dict, corpus_example, rng: random.Random, sources: di
     sents = np.asarray(v["sents"], dtype=np.float64).reshape(-1, len(columns))
     order = _hardest_first(sents, list(columns))
     q = row["question"]
+    verbatim = kind == "written" or (corpus_example is not None and corpus_example.question_type in WRITTEN_TYPES)
     make = lambda i, label, span, source="retrieved": ReaderPair(  # noqa: E731
-        row["book"], row["id"], kind, q, texts[i][0], texts[i][1], texts[i][2], label, span, source)
+        row["book"], row["id"], kind, q, texts[i][0], texts[i][1], texts[i][2], label, span, source, verbatim)
     if kind != "answerable":
         picked = _pick(order, NEGATIVES_PER_QUESTION, rng)
         return [make(i, 0, None) for i in picked]
-    verbatim = corpus_example is not None and corpus_example.question_type in WRITTEN_TYPES
     spans = [a for a in (corpus_example.answer_spans if corpus_example is not None else [])
              if verbatim or a.score >= MIN_ANSWER_SCORE]
     if not spans and not verbatim:
@@ -125,8 +126,15 @@ def pairs_for_example(row: dict, corpus_example, rng: random.Random, sources: di
             if ctx.sentence not in seen:
                 seen.add(ctx.sentence)
                 out.append(ReaderPair(row["book"], row["id"], kind, q, ctx.sentence, ctx.before, ctx.after, 1,
-                                      answer_span(ctx.sentence, golds), "missed"))
+                                      answer_span(ctx.sentence, golds), "missed", verbatim))
     return out
+
+
+TRAIN_ON = {  # which pairs a training reads (`--train-on`)
+    "written": lambda p: p.written,  # the written sets only: realistic questions, both kinds
+    "no-synthetic": lambda p: p.kind not in ("swapped", "borrowed"),  # + GraphRAG-Bench answerable
+    "all": lambda p: True,
+}
 
 
 def _hardest_first(sents: np.ndarray, columns: list[str]) -> list[int]:
