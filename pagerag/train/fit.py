@@ -45,7 +45,7 @@ PRIORS = (1.0, 3.0, 10.0, 30.0)
 WEIGHTINGS = ("none", "kinds")
 SUFF_CWARS = (0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35, 0.4)
 GATE_CWARS = (None, 0.4, 0.5, 0.6)
-SPAN_MARGINS = (float("-inf"), 0.0, 2.0, 4.0, 6.0, float("inf"))  # -inf: always the span; inf: always the sentence
+SPAN_MARGINS = (float("-inf"), -6.0, -4.0, -2.0, 0.0, 2.0, 4.0, float("inf"))  # -inf: always the span; inf: always the sentence
 HELD_OUT_P = "held_out_p.jsonl"
 TARGET_REFUSAL = 0.85  # the target for correct refusal, on each kind of negative
 # Feature groups whose worth is measured by leaving them out (held-out AUC of P(sufficient)).

@@ -258,7 +258,8 @@ def _agreement(q8, fp32: Path, probe: Sequence[ReaderPair], limits) -> dict:
 def held_out_report(reader_dir: Path, pairs: Sequence[ReaderPair]) -> dict:
     """Sentence-level AUC (positive vs negative pairs), question-level AUC (the best sentence's p:
     answerable questions with a positive retrieved vs unanswerable ones; also over the written sets'
-    questions alone, the realistic ones), span exact match."""
+    questions alone, the realistic ones), span exact match (the best span of a positive whose gold
+    answer it holds, whatever its margin over "no answer") and how often that margin is positive."""
     from sklearn.metrics import roc_auc_score
 
     from ..read.inputs import Passage
@@ -268,16 +269,17 @@ def held_out_report(reader_dir: Path, pairs: Sequence[ReaderPair]) -> dict:
     by_q: dict[str, list[ReaderPair]] = {}
     for p in pairs:
         by_q.setdefault(p.qid, []).append(p)
-    ps, ys, q_best, q_y, q_written, exact = [], [], [], [], [], []
+    ps, ys, q_best, q_y, q_written, exact, beats_null = [], [], [], [], [], [], []
     for qid, items in by_q.items():
         retrieved = [p for p in items if p.source == "retrieved"]
         reads = reader.read(items[0].question, [Passage(p.sentence, p.before, p.after) for p in items])
         for p, r in zip(items, reads):
             ps.append(r.p)
             ys.append(p.label)
-            if p.label and p.span is not None:
-                exact.append(r.span is not None and r.margin > 0 and
+            if p.label and p.span is not None:  # the best span, whatever its margin (fit chooses the margin)
+                exact.append(r.span is not None and
                              p.sentence[r.span[0]:r.span[1]].lower().strip() == p.sentence[p.span[0]:p.span[1]].lower().strip())
+                beats_null.append(r.margin > 0)
         if retrieved and (items[0].kind != "answerable" or any(p.label for p in retrieved)):
             q_best.append(max(r.p for p, r in zip(items, reads) if p.source == "retrieved"))
             q_y.append(int(items[0].kind == "answerable"))
@@ -287,7 +289,8 @@ def held_out_report(reader_dir: Path, pairs: Sequence[ReaderPair]) -> dict:
     return {"pairs": len(ys), "positives": int(sum(ys)), "sentence_auc": auc(ys, ps),
             "questions": len(q_y), "question_auc": auc(q_y, q_best),
             "written_questions": int(w.sum()), "written_question_auc": auc(np.array(q_y)[w], np.array(q_best)[w]),
-            "span_exact": round(float(np.mean(exact)), 4) if exact else None, "spans": len(exact)}
+            "span_exact": round(float(np.mean(exact)), 4) if exact else None, "spans": len(exact),
+            "span_beats_no_answer": round(float(np.mean(beats_null)), 4) if beats_null else None}
 
 
 # --------------------------------------------------------------------------------------------
