@@ -176,8 +176,9 @@ def _fit_rcs(examples: Sequence[Example], cfg: Config, folds: list[set[str]]) ->
     books = np.array([e.book for e in labelled])
     oof = _held_out(X, y, np.ones(y.size), books, X_all, np.array([e.book for e, _ in keys]), names, cfg.rcs_prior, folds)
     model = RCSModel.fit(X, y, names, l2=l2_for(y.size, cfg.rcs_prior))
-    ids = {e.id for e in labelled}
-    model.curve = curve_of(oof[[i for i, (e, v) in enumerate(keys) if v == "default" and e.id in ids]], y)
+    # the labelled default retrievals, in `labelled`'s order (ids are not unique across kinds)
+    model.curve = curve_of(oof[[i for i, (e, v) in enumerate(keys)
+                                if v == "default" and e.variants["default"].labels["rcs"] is not None]], y)
     return model, {(e.id, v): float(oof[i]) for i, (e, v) in enumerate(keys)}
 
 
