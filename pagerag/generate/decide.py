@@ -37,7 +37,7 @@ from .context import build_excerpts, graph_context
 from .extractive import extractive_answer
 from .gate import GateResult, rcs_gate
 from .models import SUFFICIENCY, book_rcs_model, llm_decision, packaged
-from .sentences import READ_LIMIT, Reading, Sentence, read_evidence, read_sentences, window_order
+from .sentences import READ_LIMIT, Reading, Sentence, answer_first, read_evidence, read_sentences, window_order
 from .sufficiency import (LLM_FEATURE, SUFF_LOGIT, aggregate, decide, evidence_level, judge_excerpts, llm_p_yes,
                           p_yes_logit, unobserved_as_typical)
 
@@ -232,8 +232,9 @@ def _compose(answer: Answer, ranked: list[Sentence], excerpts: list, pipe: Sessi
              hints=()) -> Answer:
     cfg = pipe.settings.generate
     if pipe.llm is None:
-        text, cited = extractive_answer(ranked, pipe.state, pipe.settings.chunk.encoding, cfg.extend_short_quotes,
-                                        span_margin(cfg))
+        chooser = packaged(SUFFICIENCY).training.get("chooser")
+        text, cited = extractive_answer(answer_first(ranked, chooser), pipe.state, pipe.settings.chunk.encoding,
+                                        cfg.extend_short_quotes, span_margin(cfg))
         if not cited:
             return _refuse(answer, UNSUPPORTED, "No evidence sentence could be quoted as an answer.")
         checked = check_citations(text, cited)

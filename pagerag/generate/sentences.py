@@ -122,6 +122,36 @@ def read_sentences(question: str, sentences: list[Sentence], state, reader) -> l
     return sorted(read, key=lambda x: -x.prob)
 
 
+CHOOSER_FEATURES = ("reader_logit", "lex", "dense")  # what picks the sentence an extractive answer quotes
+
+
+def chooser_rows(probs, lex, dense) -> "np.ndarray":
+    """The chooser's inputs per sentence: the reader's P as a logit, the question's share of the
+    sentence's words (lex), the window's cosine (dense)."""
+    p = np.clip(np.asarray(probs, dtype=np.float64), 1e-6, 1 - 1e-6)
+    return np.column_stack([np.log(p / (1 - p)), np.asarray(lex, dtype=np.float64), np.asarray(dense, dtype=np.float64)])
+
+
+def chooser_scores(chooser: dict | None, probs, lex, dense) -> "np.ndarray":
+    """How likely each sentence is to be a right answer when quoted (a logistic model fitted on the
+    training books, pagerag.train.stack.fit_chooser); without one, the reader's P alone."""
+    if not chooser:
+        return np.asarray(probs, dtype=np.float64)
+    return chooser_rows(probs, lex, dense) @ np.asarray(chooser["coef"], dtype=np.float64) + float(chooser["intercept"])
+
+
+def answer_first(ranked: list[Sentence], chooser: dict | None) -> list[Sentence]:
+    """The read sentences with the one the chooser rates best first (the rest keep their order):
+    held out on the training books the reader's top sentence was seldom the right one to quote
+    (README, "The decision")."""
+    if not ranked or not chooser:
+        return ranked
+    scores = chooser_scores(chooser, [s.prob for s in ranked], [s.features.get("lex", 0.0) for s in ranked],
+                            [s.features.get("dense", 0.0) for s in ranked])
+    best = int(np.argmax(scores))
+    return [ranked[best]] + ranked[:best] + ranked[best + 1:]
+
+
 def window_order(ranked: Sequence[Sentence], windows: Sequence[Window]) -> list[Window]:
     """The evidence windows ordered by their best sentence's probability (what an LLM reads first);
     windows holding no ranked sentence follow in their own order."""

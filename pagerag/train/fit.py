@@ -43,7 +43,7 @@ RCS_EXTRAS = ("bm25_rel_margin", "bm25_lift", "bm25_dense_agree", "q_mentions", 
               "bridge_head_hit", "evidence_redundancy", "qword_cov", "n_linked", "path_found")
 PRIORS = (1.0, 3.0, 10.0, 30.0)
 WEIGHTINGS = ("none", "kinds")
-SUFF_CWARS = (0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35, 0.4)
+SUFF_CWARS = (0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 GATE_CWARS = (None, 0.4, 0.5, 0.6)
 SPAN_MARGINS = (float("-inf"), -6.0, -4.0, -2.0, 0.0, 2.0, 4.0, float("inf"))  # -inf: always the span; inf: always the sentence
 HELD_OUT_P = "held_out_p.jsonl"
@@ -156,16 +156,19 @@ def criterion(outcomes: Sequence[Outcome]) -> dict:
 def choose(examples: Sequence[Example], stack: Stack, ops: Sequence[Operating]) -> tuple[Operating, dict]:
     """The operating point to ship, chosen on the stack's own held-out scores: refusing is what
     the product exists for, so among the points whose held-out correct refusal reaches
-    TARGET_REFUSAL on each kind of negative, the best BBS; when none does, the highest refusal."""
+    TARGET_REFUSAL on each kind of negative, the best BBS. When none does, the best BBS over all
+    (the highest refusal alone was a point that refuses nearly every answerable question too:
+    a product that never answers is not calibrated, only silent)."""
     table = []
     for op in ops:
         tau_gate = stack.rcs.tau_for(op.gate_cwar) if op.gate_cwar is not None else None
-        table.append(criterion(replay(examples, stack.held_out, tau_gate, stack.suff.tau_for(op.suff_cwar), op)))
+        table.append(criterion(replay(examples, stack.held_out, tau_gate, stack.suff.tau_for(op.suff_cwar), op,
+                                      stack.chooser)))
     ok = [i for i, t in enumerate(table) if t["min_refusal"] >= TARGET_REFUSAL]
     if ok:
         pick = max(ok, key=lambda i: (table[i]["balanced_bbs"], -table[i]["false_refusal"]))
     else:
-        pick = max(range(len(ops)), key=lambda i: (table[i]["min_refusal"], table[i]["balanced_bbs"]))
+        pick = max(range(len(ops)), key=lambda i: (round(table[i]["balanced_bbs"], 4), table[i]["min_refusal"]))
     return ops[pick], table[pick]
 
 
@@ -214,7 +217,7 @@ def nested(examples: Sequence[Example], cfg: Config, log) -> dict:
         stack, op, _ = fit_chosen(inner, cfg, log)
         applied = stack.apply(held)
         tau_gate = stack.rcs.tau_for(op.gate_cwar) if op.gate_cwar is not None else None
-        outcomes += replay(held, applied, tau_gate, stack.suff.tau_for(op.suff_cwar), op)
+        outcomes += replay(held, applied, tau_gate, stack.suff.tau_for(op.suff_cwar), op, stack.chooser)
         chosen[book] = {**asdict(op), "suff_prior": stack.cfg.suff_prior, "weighting": stack.cfg.weighting}
         held_scores.update(applied)
     from sklearn.metrics import roc_auc_score
@@ -250,7 +253,8 @@ def write_models(stack: Stack, op: Operating, report: dict) -> list[Path]:
     stack.rcs.training, stack.rcs.target_cwar = {**note, "label": "every evidence statement retrieved"}, op.gate_cwar or 0.0
     stack.rcs.tau = stack.rcs.tau_for(op.gate_cwar) if op.gate_cwar is not None else 0.0
     stack.suff.training = {**note, "label": "the retrieved evidence supports an answer",
-                           "operating": {**asdict(op), "span_margin": _finite(op.span_margin)}}
+                           "operating": {**asdict(op), "span_margin": _finite(op.span_margin)},
+                           "chooser": stack.chooser}
     stack.suff.target_cwar = op.suff_cwar
     stack.suff.tau = stack.suff.tau_for(op.suff_cwar)
     stack.suff.metrics = {k: v for k, v in report.items() if k in ("nested", "held_out_auc")}

@@ -16,7 +16,8 @@ from typing import Sequence
 import numpy as np
 
 from .features import SENT_LABELS
-from .stack import Example, Scores
+from ..generate.sentences import chooser_scores
+from .stack import USED_SENTENCE_FEATURES, Example, Scores
 
 STRICT_EXT, LENIENT_EXT = SENT_LABELS.index("strict_ext"), SENT_LABELS.index("lenient_ext")
 
@@ -47,12 +48,15 @@ class Outcome:
     question_set: str = ""  # written | graphrag
 
 
-def replay(examples: Sequence[Example], scores: Scores, tau_gate: float | None, tau: float, op: Operating) -> list[Outcome]:
-    """Each example decided with the given scores and thresholds."""
-    return [_one(e, scores, tau_gate, tau, op) for e in examples]
+def replay(examples: Sequence[Example], scores: Scores, tau_gate: float | None, tau: float, op: Operating,
+           chooser: dict | None = None) -> list[Outcome]:
+    """Each example decided with the given scores and thresholds (the answer quoted is the
+    chooser's sentence: pagerag.generate.sentences.answer_first)."""
+    return [_one(e, scores, tau_gate, tau, op, chooser) for e in examples]
 
 
-def _one(e: Example, scores: Scores, tau_gate: float | None, tau: float, op: Operating) -> Outcome:
+def _one(e: Example, scores: Scores, tau_gate: float | None, tau: float, op: Operating,
+         chooser: dict | None = None) -> Outcome:
     variant = "default"
     rcs, p = scores[(e.id, variant)]
 
@@ -69,19 +73,23 @@ def _one(e: Example, scores: Scores, tau_gate: float | None, tau: float, op: Ope
             return out("refused", "low_retrieval_confidence")
     if p < tau:
         return out("refused", "insufficient_evidence", p=p)
-    strict, lenient = answer_quality(e, variant, op.span_margin)
+    strict, lenient = answer_quality(e, variant, op.span_margin, chooser)
     if strict is None:
         return out("refused", "unsupported_answer", p=p)
     return out("answered", None, strict and e.answerable, lenient and e.answerable, p)
 
 
-def answer_quality(e: Example, variant: str, span_margin: float) -> tuple[bool | None, bool | None]:
-    """(strict, lenient) of the extractive answer: the reader's best sentence, as its span or quoted."""
+def answer_quality(e: Example, variant: str, span_margin: float,
+                   chooser: dict | None = None) -> tuple[bool | None, bool | None]:
+    """(strict, lenient) of the extractive answer: the chooser's sentence (without one, the
+    reader's best), as its span or quoted."""
     v = e.variants[variant]
     p = v.reads["p"]
-    if not p.size:
+    n = min(p.size, v.sent_labels.shape[0])
+    if not n:
         return None, None
-    best = int(np.argmax(p))
+    lex, dense = v.sents[:n, USED_SENTENCE_FEATURES.index("lex")], v.sents[:n, USED_SENTENCE_FEATURES.index("dense")]
+    best = int(np.argmax(chooser_scores(chooser, p[:n], lex, dense)))
     if v.reads["margin"][best] >= span_margin:
         return bool(v.reads["span_strict"][best]), bool(v.reads["span_lenient"][best])
     return bool(v.sent_labels[best, STRICT_EXT]), bool(v.sent_labels[best, LENIENT_EXT])

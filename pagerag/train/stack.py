@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from ..confidence.model import RCSModel, curve_of, l2_for
-from ..generate.sentences import SENTENCE_FEATURES
+from ..generate.sentences import CHOOSER_FEATURES, SENTENCE_FEATURES, chooser_rows
 from ..generate.sufficiency import LLM_FEATURE, SUFFICIENCY_FEATURES, aggregate, p_yes_logit
 from .features import SENT_LABELS
 
@@ -135,6 +135,7 @@ class Stack:
     suff: RCSModel
     cfg: Config
     held_out: Scores = field(default_factory=dict)
+    chooser: dict = field(default_factory=dict)  # which read sentence an extractive answer quotes
 
     @classmethod
     def fit(cls, examples: Sequence[Example], cfg: Config) -> "Stack":
@@ -153,7 +154,7 @@ class Stack:
         suff = RCSModel.fit(X_all[fit_rows], y, suff_names, l2=l2_for(y.size, cfg.suff_prior), sample_weight=w)
         suff.curve = curve_of(suff_oof[fit_rows], y)
         held = {(e.id, v): (rcs_oof[(e.id, v)], float(suff_oof[i])) for i, (e, v) in enumerate(keys)}
-        return cls(rcs_model, suff, cfg, held)
+        return cls(rcs_model, suff, cfg, held, fit_chooser(examples))
 
     def apply(self, examples: Sequence[Example]) -> Scores:
         out: Scores = {}
@@ -204,3 +205,38 @@ def _suff_row(e: Example, variant: str, rcs: float, cfg: Config, names: Sequence
 
 def _usable(e: Example, cfg: Config) -> bool:
     return e.variants["default"].labels["suff"] is not None and (not cfg.llm or e.p_yes is not None)
+
+
+LENIENT_EXT = SENT_LABELS.index("lenient_ext")
+
+
+def chooser_data(examples: Sequence[Example]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every read sentence of the answerable examples' default retrieval: the chooser's rows, whether
+    quoting it is leniently right, and its book."""
+    X, y, groups = [], [], []
+    for e in examples:
+        v = e.variants["default"]
+        n = min(v.reads["p"].size, v.sent_labels.shape[0])
+        if not e.answerable or n == 0:
+            continue
+        X.append(chooser_rows(v.reads["p"][:n], v.sents[:n, USED_SENTENCE_FEATURES.index("lex")],
+                              v.sents[:n, USED_SENTENCE_FEATURES.index("dense")]))
+        y.append(v.sent_labels[:n, LENIENT_EXT])
+        groups += [e.book] * n
+    if not X:
+        return np.zeros((0, len(CHOOSER_FEATURES))), np.zeros(0), np.array(groups)
+    return np.vstack(X), np.concatenate(y).astype(np.int64), np.array(groups)
+
+
+def fit_chooser(examples: Sequence[Example]) -> dict:
+    """A logistic model (scikit-learn) of "quoting this read sentence answers the question",
+    over the reader's P, the lexical cover and the cosine: the extractive answer quotes the
+    sentence it rates best. Empty (the reader's P alone) when there is nothing to fit."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, _ = chooser_data(examples)
+    if len(set(y.tolist())) < 2:
+        return {}
+    model = LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
+    return {"features": list(CHOOSER_FEATURES), "coef": [round(float(c), 6) for c in model.coef_[0]],
+            "intercept": round(float(model.intercept_[0]), 6)}

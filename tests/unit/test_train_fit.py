@@ -128,3 +128,29 @@ def test_nested_leave_books_out_scores_every_book_with_thresholds_chosen_without
     assert len(result["outcomes"]) == len(examples)
     assert result["all"]["correct_refusal"] >= 0.8 and result["p_auc_all"] > 0.9
     assert set(result["by_set"]) == {"written", "graphrag"}
+
+
+def test_the_chooser_quotes_the_sentence_the_words_point_to_when_the_reader_misranks():
+    """When the answer sentence holds the question's words (lex) but the reader puts another
+    sentence first, the fitted chooser picks the answer sentence; without a chooser the replay
+    quotes the reader's best."""
+    from pagerag.generate.sentences import chooser_scores
+    from pagerag.train.stack import fit_chooser
+
+    rng = np.random.default_rng(3)
+    examples = tables(seed=3)
+    lex = USED_SENTENCE_FEATURES.index("lex")
+    for e in examples:
+        for v in e.variants.values():
+            if e.answerable:
+                v.reads["p"][5] = 0.995  # the reader's favourite is a wrong sentence
+                v.sents[2, lex] = rng.uniform(0.8, 1.0)  # the answer sentence holds the question's words
+    chooser = fit_chooser(examples)
+    assert chooser["features"] == ["reader_logit", "lex", "dense"] and chooser["coef"][1] > 0
+    answerable = [e for e in examples if e.answerable]
+    reader_right = np.mean([answer_quality(e, "default", float("inf"))[1] for e in answerable])
+    chooser_right = np.mean([answer_quality(e, "default", float("inf"), chooser)[1] for e in answerable])
+    assert reader_right == 0.0 and chooser_right > 0.9
+    v = answerable[0].variants["default"]
+    scores_ = chooser_scores(chooser, v.reads["p"], v.sents[:, lex], v.sents[:, USED_SENTENCE_FEATURES.index("dense")])
+    assert int(np.argmax(scores_)) == 2
