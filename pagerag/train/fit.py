@@ -47,7 +47,6 @@ SUFF_CWARS = (0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35,
 GATE_CWARS = (None, 0.4, 0.5, 0.6)
 SPAN_MARGINS = (float("-inf"), -6.0, -4.0, -2.0, 0.0, 2.0, 4.0, float("inf"))  # -inf: always the span; inf: always the sentence
 HELD_OUT_P = "held_out_p.jsonl"
-TARGET_REFUSAL = 0.85  # the issue's target for correct refusal, on each kind of negative
 # Feature groups whose worth is measured by leaving them out (held-out AUC of P(sufficient)).
 ABLATIONS = {
     "reader (read_*)": ("read_top", "read_second", "read_margin", "read_best_margin", "read_mass", "read_count"),
@@ -154,21 +153,18 @@ def criterion(outcomes: Sequence[Outcome]) -> dict:
 
 
 def choose(examples: Sequence[Example], stack: Stack, ops: Sequence[Operating]) -> tuple[Operating, dict]:
-    """The operating point to ship, chosen on the stack's own held-out scores: refusing is what
-    the product exists for, so among the points whose held-out correct refusal reaches
-    TARGET_REFUSAL on each kind of negative, the best BBS. When none does, the best BBS over all
-    (the highest refusal alone was a point that refuses nearly every answerable question too:
-    a product that never answers is not calibrated, only silent)."""
+    """The operating point to ship, chosen on the stack's own held-out scores: the best BBS with
+    the refusal rate taken as the mean of the written and the synthetic negatives' (ties: the
+    higher refusal). Not "the best BBS among points refusing 85% of each kind": held
+    out, the written negatives reach it only where nearly every answerable question is refused
+    too (README, "The decision" shows the whole trade-off and the target CWAR for each point)."""
     table = []
     for op in ops:
         tau_gate = stack.rcs.tau_for(op.gate_cwar) if op.gate_cwar is not None else None
         table.append(criterion(replay(examples, stack.held_out, tau_gate, stack.suff.tau_for(op.suff_cwar), op,
                                       stack.chooser)))
-    ok = [i for i, t in enumerate(table) if t["min_refusal"] >= TARGET_REFUSAL]
-    if ok:
-        pick = max(ok, key=lambda i: (table[i]["balanced_bbs"], -table[i]["false_refusal"]))
-    else:
-        pick = max(range(len(ops)), key=lambda i: (round(table[i]["balanced_bbs"], 4), table[i]["min_refusal"]))
+    pick = max(range(len(ops)), key=lambda i: (round(table[i]["balanced_bbs"], 4), table[i]["balanced_refusal"],
+                                                -table[i]["false_refusal"]))
     return ops[pick], table[pick]
 
 
