@@ -62,17 +62,15 @@ def carol_repo(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 # A repository of a training book's opening (GraphRAG-Bench Novel-10146, a printer's
 # reminiscences of early St. Paul), for tests of the fitted decision: their questions come from the
-# book's written training set (qa/train), never from a DEV or test set.
+# book's written training set (qa/train), never from a DEV or test set: helpers/questions.py.
 
 TRAINING_BOOK = "Novel-10146"
 TRAINING_EXCERPT_CHARS = 70_000
 
 
 @pytest.fixture(scope="session")
-def printer_repo(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pagerag.build import build_repository
-    from pagerag.settings import load_settings
-
+def printer_excerpt(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The training book's opening as printer_excerpt.txt (the book is one line: cut at 70,000)."""
     source = data_dir / "graphrag-bench-novel" / "texts" / f"{TRAINING_BOOK}.txt"
     if not source.is_file():
         pytest.skip(f"{source} not found in PAGERAG_DATA_DIR")
@@ -80,8 +78,16 @@ def printer_repo(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     cut = text.find("\n\n", TRAINING_EXCERPT_CHARS)
     path = tmp_path_factory.mktemp("books") / "printer_excerpt.txt"
     path.write_text(text[: cut if cut > 0 else TRAINING_EXCERPT_CHARS], encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def printer_repo(printer_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from pagerag.build import build_repository
+    from pagerag.settings import load_settings
+
     repo = tmp_path_factory.mktemp("repos") / "printer.rag"
-    build_repository([path], repo, load_settings(environ={}), show_progress=False)
+    build_repository([printer_excerpt], repo, load_settings(environ={}), show_progress=False)
     return repo
 
 
