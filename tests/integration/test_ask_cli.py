@@ -7,6 +7,7 @@ import json
 import pytest
 import typer
 from ask_helpers import permissive_gate
+from helpers.questions import ANSWER, ANSWERABLE, EXCERPT_FILE, UNANSWERABLE
 from typer.testing import CliRunner
 
 from pagerag.commands.ask import ask, doctor
@@ -26,22 +27,22 @@ def run(*args: str, input: str | None = None):
     return CliRunner().invoke(app, list(args), input=input)
 
 
-def test_text_output_has_answer_citations_and_diagnostics(carol_repo, gate_flag):
-    result = run("ask", "How much does Scrooge say his clerk earns per week?", "--repo", str(carol_repo),
+def test_text_output_has_answer_citations_and_diagnostics(printer_repo, gate_flag):
+    result = run("ask", ANSWERABLE, "--repo", str(printer_repo),
                  "--llm", "extractive", *gate_flag)
     assert result.exit_code == 0, result.output
     out = result.output
-    assert out.startswith("Answer: ") and "fifteen shillings" in out
-    assert "[1] \u201c" in out and "carol_excerpt.txt, line " in out
+    assert out.startswith("Answer: ") and ANSWER in out
+    assert "[1] \u201c" in out and f"{EXCERPT_FILE}, line " in out
     for label in ("route: ", "RCS ", "sufficiency: model: sufficient; P(sufficient) ", "tokens (prompt+completion): none", "latency: "):
         assert label in out
 
 
-def test_json_output_shows_the_packaged_book_gate_by_default(carol_repo, monkeypatch):
+def test_json_output_shows_the_packaged_book_gate_by_default(printer_repo, monkeypatch):
     """A fresh repository, no calibration, no settings: the packaged book RCS model gates it."""
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("PAGERAG_LLM__GGUF", raising=False)
-    result = run("ask", "What is Fred's surname?", "--repo", str(carol_repo), "--json")
+    result = run("ask", UNANSWERABLE, "--repo", str(printer_repo), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert set(data) >= {"decision", "answer", "reason", "citations", "rcs", "tau", "plan", "tokens", "latency_ms"}
@@ -53,19 +54,19 @@ def test_json_output_shows_the_packaged_book_gate_by_default(carol_repo, monkeyp
         assert data["reason"] in ("low_retrieval_confidence", "insufficient_evidence")
 
 
-def test_interactive_answers_until_an_empty_line(carol_repo, gate_flag):
+def test_interactive_answers_until_an_empty_line(printer_repo, gate_flag):
     # a target CWAR no threshold reaches: every question is refused, so the loop is what is tested
-    result = run("ask", "--repo", str(carol_repo), "--interactive", "--llm", "extractive", *gate_flag,
-                 "--set", "generate.target_cwar=0.0001", input="What is Fred's surname?\n   \nnever asked\n")
+    result = run("ask", "--repo", str(printer_repo), "--interactive", "--llm", "extractive", *gate_flag,
+                 "--set", "generate.target_cwar=0.0001", input=f"{UNANSWERABLE}\n   \nnever asked\n")
     assert result.exit_code == 0, result.output
     assert result.output.count("Refused (insufficient_evidence)") == 1
     assert "never asked" not in result.output
 
 
-def test_bad_input_is_one_clear_error(carol_repo, tmp_path):
-    result = run("ask", "  ", "--repo", str(carol_repo))
+def test_bad_input_is_one_clear_error(printer_repo, tmp_path):
+    result = run("ask", "  ", "--repo", str(printer_repo))
     assert isinstance(result.exception, InputError) and "question is empty" in str(result.exception)
-    result = run("ask", "Who?", "--repo", str(carol_repo), "--llm", "gpt")
+    result = run("ask", "Who?", "--repo", str(printer_repo), "--llm", "gpt")
     assert isinstance(result.exception, ConfigError) and "--llm" in str(result.exception)
     result = run("ask", "Who?", "--repo", str(tmp_path / "missing.rag"))
     assert result.exit_code != 0 and "\n" not in str(result.exception).strip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ask_helpers import rcs_model_file
+from helpers.questions import ANSWERABLE
 
 from pagerag.api import PageRAG
 from pagerag.confidence.model import BOOK_MODEL_PATH, RCSModel
@@ -11,12 +12,12 @@ from pagerag.generate.gate import REPO_MODEL, load_rcs_model
 
 pytestmark = pytest.mark.slow
 
-QUESTION = "How much does Scrooge say his clerk earns per week?"
+QUESTION = ANSWERABLE  # Novel-10146-a02, of the training book printer_repo is built from
 
 
-def test_auto_gate_uses_the_packaged_book_model(carol_repo):
-    rag = PageRAG(carol_repo, llm="extractive")
-    model, where = load_rcs_model(rag.settings, carol_repo)
+def test_auto_gate_uses_the_packaged_book_model(printer_repo):
+    rag = PageRAG(printer_repo, llm="extractive")
+    model, where = load_rcs_model(rag.settings, printer_repo)
     assert where == str(BOOK_MODEL_PATH) and model.curve and model.training["books"]
     answer = rag.ask(QUESTION)
     assert answer.rcs is not None and answer.tau == pytest.approx(model.tau, abs=1e-4)
@@ -24,19 +25,19 @@ def test_auto_gate_uses_the_packaged_book_model(carol_repo):
     assert not any("skipped" in note for note in answer.notes)
 
 
-def test_gate_cwar_moves_tau_along_the_held_out_curve(carol_repo):
+def test_gate_cwar_moves_tau_along_the_held_out_curve(printer_repo):
     model = RCSModel.load(BOOK_MODEL_PATH)
-    strict = PageRAG(carol_repo, llm="extractive", generate={"gate_cwar": 0.05}).ask(QUESTION)
-    lax = PageRAG(carol_repo, llm="extractive", generate={"gate_cwar": 0.6}).ask(QUESTION)
+    strict = PageRAG(printer_repo, llm="extractive", generate={"gate_cwar": 0.05}).ask(QUESTION)
+    lax = PageRAG(printer_repo, llm="extractive", generate={"gate_cwar": 0.6}).ask(QUESTION)
     assert strict.tau == pytest.approx(model.tau_for(0.05), abs=1e-4) and lax.tau == pytest.approx(model.tau_for(0.6), abs=1e-4)
     assert strict.tau >= lax.tau
 
 
-def test_a_calibrated_repository_model_takes_over(carol_repo, tmp_path):
+def test_a_calibrated_repository_model_takes_over(printer_repo, tmp_path):
     own = rcs_model_file(tmp_path, "own", bias=8.0, tau=0.42)  # what `pagerag calibrate` writes
-    own.replace(carol_repo / REPO_MODEL)
+    own.replace(printer_repo / REPO_MODEL)
     try:
-        answer = PageRAG(carol_repo, llm="extractive").ask(QUESTION)
+        answer = PageRAG(printer_repo, llm="extractive").ask(QUESTION)
         assert answer.tau == 0.42 and answer.rcs > 0.99  # the repository's own model and tau
     finally:
-        (carol_repo / REPO_MODEL).unlink()
+        (printer_repo / REPO_MODEL).unlink()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from ask_helpers import permissive_gate
+from helpers.questions import ANSWERABLE, UNANSWERABLE
 
 from pagerag.api import PageRAG
 from pagerag.llm.llamacpp_backend import load_count
@@ -34,14 +35,14 @@ def tiny_gguf() -> Path:
     return Path(lines[-1])
 
 
-def test_local_gguf_runs_the_whole_policy(carol_repo, tiny_gguf, tmp_path):
+def test_local_gguf_runs_the_whole_policy(printer_repo, tiny_gguf, tmp_path):
     # n_ctx 1024 and one thread, as the backend tests load it (the first load in a process wins);
     # a 300-token excerpt budget keeps both prompts inside that context.
-    rag = PageRAG(carol_repo, llm={"backend": "llamacpp", "gguf": str(tiny_gguf), "threads": 1, "n_ctx": 1024,
+    rag = PageRAG(printer_repo, llm={"backend": "llamacpp", "gguf": str(tiny_gguf), "threads": 1, "n_ctx": 1024,
                                    "cache": False},
                   generate={"context_tokens": 300, "answer_max_tokens": 24, "target_cwar": 0.99},
                   confidence=permissive_gate(tmp_path))
-    answer = rag.ask("How much does Scrooge say his clerk earns per week?")
+    answer = rag.ask(ANSWERABLE)
     loads = load_count()
     assert answer.backend == "llamacpp" and answer.verdict.method == "model+llm" and "P(yes)" in answer.verdict.detail
     assert 0.0 <= answer.verdict.score <= 1.0
@@ -52,5 +53,5 @@ def test_local_gguf_runs_the_whole_policy(carol_repo, tiny_gguf, tmp_path):
     assert answer.decision == "answered" or answer.reason in REFUSAL_REASONS
     for citation in answer.citations:
         assert citation.quote in rag.state.source_text(rag.state.passages[rag.state.passage_index[citation.passage_id]].doc_id)
-    rag.ask("What is Fred's surname?")  # a second question: no new load
+    rag.ask(UNANSWERABLE)  # a second question: no new load
     assert load_count() == loads

@@ -63,17 +63,17 @@ def test_a_backend_without_log_probabilities_is_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_ask_weighs_the_llm_with_the_reader_once_calibrated(carol_repo, tmp_path, monkeypatch):
+def test_ask_weighs_the_llm_with_the_reader_once_calibrated(printer_repo, tmp_path, monkeypatch):
     from pagerag.api import PageRAG
 
-    question = "Who was Scrooge's partner?"
-    with LoopbackOpenAIServer(top_logprobs=oracle_logprobs(), reply=lambda body: "Marley [1].") as server:
+    question = "Who edited the Minnesotian?"
+    with LoopbackOpenAIServer(top_logprobs=oracle_logprobs(), reply=lambda body: "Dr. Foster [1].") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
         monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path))
-        before = PageRAG(carol_repo, llm="openai", generate={"rcs_gate": "off"}).ask(question)
+        before = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off"}).ask(question)
         assert before.verdict is not None and before.verdict.method == "model"  # not calibrated: the reader decides
         assert run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path).returncode == 0
-        after = PageRAG(carol_repo, llm="openai", generate={"rcs_gate": "off"}).ask(question)
+        after = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off"}).ask(question)
     assert after.verdict is not None and after.verdict.method == "model+llm"
     assert "P(yes)" in after.verdict.detail

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.questions import ANSWERABLE  # Novel-10146-a02 (training set)
 
 from pagerag.index import onnx_export
 from pagerag.index.embed import get_embedder, resolve_model_path
@@ -141,25 +142,25 @@ def test_auto_falls_back_to_torch_without_onnxruntime():
     assert "embed.backend = auto uses torch: onnxruntime is not installed" in out.stderr
 
 
-def test_forced_onnx_without_onnxruntime_is_one_clear_line(carol_repo):
+def test_forced_onnx_without_onnxruntime_is_one_clear_line(printer_repo):
     out = _run(NO_ONNXRUNTIME + (
         "from pagerag.cli import main\n"
-        "sys.argv = ['pagerag', 'ask', 'Who is Marley?', '--repo', sys.argv[1], '--llm', 'extractive',"
+        "sys.argv = ['pagerag', 'ask', 'Who was Dr. Foster?', '--repo', sys.argv[1], '--llm', 'extractive',"
         " '--set', 'embed.backend=onnx']\n"
         "main()\n"
-    ), str(carol_repo))
+    ), str(printer_repo))
     assert out.returncode != 0
     assert "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0
     assert "embed.backend = onnx: onnxruntime is not installed" in out.stderr
 
 
-def test_a_cold_ask_never_imports_torch(carol_repo):
+def test_a_cold_ask_never_imports_torch(printer_repo):
     """The real command in a new process (it ends with os._exit, so nothing can run after it):
     `-X importtime` lists every module the process imported."""
-    manifest = json.loads((carol_repo / "manifest.json").read_text())
+    manifest = json.loads((printer_repo / "manifest.json").read_text())
     assert manifest["embedding"]["backend"] == "onnx"  # the build used it too (and exported the model)
     out = subprocess.run([sys.executable, "-X", "importtime", "-m", "pagerag", "ask",
-                          "How much does Scrooge say his clerk earns per week?", "--repo", str(carol_repo),
+                          ANSWERABLE, "--repo", str(printer_repo),
                           "--llm", "extractive"], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,
                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
