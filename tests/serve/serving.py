@@ -9,8 +9,13 @@ import sys
 import threading
 import time
 
-ANSWERABLE = "How much does Scrooge say his clerk earns per week?"  # in the test excerpt
-UNANSWERABLE = "What is Fred's surname?"  # the book never says: refused, insufficient_evidence
+from helpers.questions import (ANSWER, ANSWERABLE, EXCERPT_DOC, EXCERPT_FILE,  # noqa: F401  (the tests' questions)
+                               UNANSWERABLE, UNANSWERABLE_SUBJECT)
+
+# The served repository is the training-book excerpt (tests/conftest.py: printer_repo) under this
+# name; ANSWERABLE (Novel-10146-a02, answer ANSWER) and UNANSWERABLE (Novel-10146-u20, refused
+# insufficient_evidence) are questions of that book's training set (helpers/questions.py).
+REPO = "printer"
 STARTUP_S = 240.0  # a loaded 2-core machine needs long to import torch and load a repository
 
 

@@ -7,67 +7,67 @@ import json
 from pathlib import Path
 
 import httpx
-from serving import ANSWERABLE, UNANSWERABLE
+from serving import ANSWER, ANSWERABLE, EXCERPT_DOC, EXCERPT_FILE, REPO, UNANSWERABLE, UNANSWERABLE_SUBJECT
 
 VOLATILE = {"latency_ms"}  # timings differ between two runs; everything else must not
 
 
-def test_ask_returns_the_cli_json_object(served, carol_repo):
+def test_ask_returns_the_cli_json_object(served, printer_repo):
     from pagerag.api import PageRAG
 
-    response = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"}, timeout=120)
+    response = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": REPO}, timeout=120)
     assert response.status_code == 200, response.text
-    assert response.headers["x-pagerag-version"].startswith("carol@")
+    assert response.headers["x-pagerag-version"].startswith(f"{REPO}@")
     data = response.json()
     # `pagerag ask --json` prints Answer.to_dict() (pagerag/commands/ask.py); made here in-process
-    expected = PageRAG(carol_repo, llm="extractive").ask(ANSWERABLE).to_dict()
+    expected = PageRAG(printer_repo, llm="extractive").ask(ANSWERABLE).to_dict()
     for citation in expected["citations"]:  # the one difference: a document's name, not its server path
-        citation["file"], citation["doc_id"] = Path(citation["file"]).name, "carol_excerpt"
+        citation["file"], citation["doc_id"] = Path(citation["file"]).name, EXCERPT_DOC
     assert set(data) == set(expected)
     for key in set(expected) - VOLATILE:
         assert data[key] == expected[key], key
-    assert data["decision"] == "answered" and "fifteen shillings" in data["answer"]
-    assert "[1]" in data["answer"] and "fifteen shillings" in data["citations"][0]["quote"]
+    assert data["decision"] == "answered" and ANSWER in data["answer"]
+    assert "[1]" in data["answer"] and ANSWER in data["citations"][0]["quote"]
 
 
 def test_refusal_is_a_result_with_its_reason(served):
-    data = httpx.post(served.url + "/v1/ask", json={"question": UNANSWERABLE, "repo": "carol"}, timeout=120).json()
+    data = httpx.post(served.url + "/v1/ask", json={"question": UNANSWERABLE, "repo": REPO}, timeout=120).json()
     assert data["decision"] == "refused"
     assert data["reason"] == "insufficient_evidence"
-    assert "Fred" in data["answer"] and data["citations"] == []
+    assert UNANSWERABLE_SUBJECT in data["answer"] and data["citations"] == []
 
 
 def test_retrieve_returns_evidence_without_deciding(served):
-    response = httpx.post(served.url + "/v1/retrieve", json={"question": ANSWERABLE, "repo": "carol",
+    response = httpx.post(served.url + "/v1/retrieve", json={"question": ANSWERABLE, "repo": REPO,
                                                              "pipeline": "passages-only"}, timeout=120)
     assert response.status_code == 200, response.text
     data = response.json()
     assert {"analysis", "plan", "evidence", "hints", "signals", "timings_ms"} <= set(data)
     assert data["plan"]["graph"] == "none"  # the passages-only preset was used
-    assert any("fifteen shillings" in e["text"] for e in data["evidence"])
+    assert any(ANSWER in e["text"] for e in data["evidence"])
 
 
 def test_repos_list_the_inspect_statistics(served):
     repos = {r["name"]: r for r in httpx.get(served.url + "/v1/repos", timeout=30).json()["repos"]}
-    assert {"carol", "swap"} <= set(repos)
-    stats = repos["carol"]["stats"]
+    assert {REPO, "swap"} <= set(repos)
+    stats = repos[REPO]["stats"]
     for key in ("passages", "entities_raw", "entities", "relations", "communities", "isolated", "build_seconds", "words"):
         assert key in stats
-    assert stats["passages"] > 10 and repos["carol"]["version"]
-    assert repos["carol"]["sources"][0]["file"] == "carol_excerpt.txt"
+    assert stats["passages"] > 10 and repos[REPO]["version"]
+    assert repos[REPO]["sources"][0]["file"] == EXCERPT_FILE
 
 
 def test_a_citation_opens_in_its_surrounding_text(served):
-    data = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"}, timeout=120).json()
+    data = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": REPO}, timeout=120).json()
     c = data["citations"][0]
-    url = f"{served.url}/v1/repos/carol/passages/{c['passage_id']}"
+    url = f"{served.url}/v1/repos/{REPO}/passages/{c['passage_id']}"
     context = httpx.get(url, params={"start": c["start"], "end": c["end"]}, timeout=30).json()
     assert context["quote"] == c["quote"]
-    assert context["line"] == c["line"] and context["file"] == "carol_excerpt.txt"
+    assert context["line"] == c["line"] and context["file"] == EXCERPT_FILE
     assert context["before"] and context["after"]  # surrounding text on both sides
     outside = httpx.get(url, params={"start": 0, "end": c["end"]}, timeout=30)
     assert outside.status_code == 400 and "inside passage" in outside.json()["error"]["message"]
-    missing = httpx.get(f"{served.url}/v1/repos/carol/passages/nope:00001", timeout=30)
+    missing = httpx.get(f"{served.url}/v1/repos/{REPO}/passages/nope:00001", timeout=30)
     assert missing.status_code == 404
 
 
@@ -105,24 +105,24 @@ def test_the_page_and_its_assets_are_served_from_the_package(served):
     assert 'rel="icon" href="/static/favicon.svg"' in page.text
 
 
-def test_clients_never_see_a_server_path(served, carol_repo, carol_excerpt, build_root):
+def test_clients_never_see_a_server_path(served, printer_repo, printer_excerpt, build_root):
     """Citations, evidence, repositories, build jobs and errors name documents, not server paths."""
-    server_paths = {str(carol_excerpt.parent), str(carol_repo.parent), str(served.repos_dir), str(build_root)}
+    server_paths = {str(printer_excerpt.parent), str(printer_repo.parent), str(served.repos_dir), str(build_root)}
 
     def leaks(text: str) -> list[str]:
         return [p for p in server_paths if p in text]
 
-    answer = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"}, timeout=120)
+    answer = httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": REPO}, timeout=120)
     citation = answer.json()["citations"][0]
-    assert citation["file"] == "carol_excerpt.txt" and citation["doc_id"] == "carol_excerpt"
-    evidence = httpx.post(served.url + "/v1/retrieve", json={"question": ANSWERABLE, "repo": "carol"}, timeout=120)
-    assert {e["file"] for e in evidence.json()["evidence"]} == {"carol_excerpt.txt"}
+    assert citation["file"] == EXCERPT_FILE and citation["doc_id"] == EXCERPT_DOC
+    evidence = httpx.post(served.url + "/v1/retrieve", json={"question": ANSWERABLE, "repo": REPO}, timeout=120)
+    assert {e["file"] for e in evidence.json()["evidence"]} == {EXCERPT_FILE}
     chat = httpx.post(served.url + "/v1/chat/completions", timeout=120,
-                      json={"model": "carol", "messages": [{"role": "user", "content": ANSWERABLE}]})
-    assert chat.json()["pagerag"]["citations"][0]["doc_id"] == "carol_excerpt"
+                      json={"model": REPO, "messages": [{"role": "user", "content": ANSWERABLE}]})
+    assert chat.json()["pagerag"]["citations"][0]["doc_id"] == EXCERPT_DOC
     repos = httpx.get(served.url + "/v1/repos", timeout=30)
     assert all("path" not in r for r in repos.json()["repos"])
-    context = httpx.get(f"{served.url}/v1/repos/carol/passages/{citation['passage_id']}", timeout=30)
+    context = httpx.get(f"{served.url}/v1/repos/{REPO}/passages/{citation['passage_id']}", timeout=30)
     (build_root / "empty-folder").mkdir(exist_ok=True)
     empty = httpx.post(served.url + "/v1/builds", json={"path": "empty-folder", "repo": "empty"})
     assert empty.status_code == 400 and "empty-folder" in empty.json()["error"]["message"]

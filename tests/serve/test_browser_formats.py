@@ -1,14 +1,15 @@
 """The web page shows a citation's page and section beside it, and in the title of the passage
 it opens (real headless Chromium, a real server): for a citation made from evidence the server
-retrieved, and for a real answer about the Christmas Carol excerpt built from a PDF — whose
-screenshot is the README's picture when PAGERAG_SCREENSHOT names a path."""
+retrieved, and for a real answer about the training-book excerpt (printer_repo's text) built
+from a PDF — whose screenshot is the README's picture when PAGERAG_SCREENSHOT names a path."""
 from __future__ import annotations
 
 import os
+import re
 
 import httpx
 import pytest
-from serving import ANSWERABLE, ThreadServer
+from serving import ANSWER, ANSWERABLE, ThreadServer
 from test_browser import RELATIONAL, _ask, _screenshot, _wait, browser  # noqa: F401  (the browser fixture)
 
 pytestmark = pytest.mark.slow
@@ -62,34 +63,48 @@ def test_citations_show_page_and_section(browser, manuals, tmp_path):  # noqa: F
     _screenshot(browser, tmp_path / "formats.png")
 
 
+# The excerpt is one line of text; as a book it has three parts, each opening with a heading the
+# text carries in capitals. The PDF makes them chapters of paragraphs of six sentences.
+PARTS = ("THE FIVE MILLION LOAN ELECTION.", "THE GREAT SIOUX OUTBREAK IN 1862.")
+
+
+def printer_blocks(text: str) -> list:
+    cuts = [0, *(text.index(heading) for heading in PARTS), len(text)]
+    blocks = []
+    for n, (start, end) in enumerate(zip(cuts, cuts[1:]), 1):
+        blocks.append(("h", 1, f"CHAPTER {'I' * n}"))
+        sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z\"])", text[start:end].strip())
+        blocks += [("p", " ".join(sentences[i : i + 6])) for i in range(0, len(sentences), 6)]
+    return blocks
+
+
 @pytest.fixture(scope="module")
-def carol_pdf(carol_excerpt, tmp_path_factory):
-    """The Christmas Carol excerpt as a PDF (A4, its lines kept, a bookmark per stave), built and
-    served."""
-    from helpers.documents import book_blocks, write_pdf
+def printer_pdf(printer_excerpt, tmp_path_factory):
+    """The training-book excerpt as a PDF (A4, a bookmark per chapter), built and served."""
+    from helpers.documents import write_pdf
     from pagerag.build import build_repository
     from pagerag.serve.config import ServeConfig
     from pagerag.settings import load_settings
 
-    folder = tmp_path_factory.mktemp("carol-pdf")
-    pdf = write_pdf(folder / "christmas_carol.pdf", book_blocks(carol_excerpt.read_text(encoding="utf-8")),
-                    title="A Christmas Carol", page_size="A4")
-    repo = folder / "carol.rag"
+    folder = tmp_path_factory.mktemp("printer-pdf")
+    pdf = write_pdf(folder / "printer.pdf", printer_blocks(printer_excerpt.read_text(encoding="utf-8")),
+                    title="Reminiscences of a St. Paul printer", page_size="A4")
+    repo = folder / "printer.rag"
     build_repository([pdf], repo, load_settings(environ={}), show_progress=False)
-    config = ServeConfig(repos={"carol": repo}, llm="extractive", warm=False).check()
+    config = ServeConfig(repos={"printer": repo}, llm="extractive", warm=False).check()
     with ThreadServer(config) as server:
         yield server
 
 
-def test_a_real_answer_cites_page_and_section(browser, carol_pdf, tmp_path):  # noqa: F811
+def test_a_real_answer_cites_page_and_section(browser, printer_pdf, tmp_path):  # noqa: F811
     from selenium.webdriver.common.by import By
 
-    browser.get(carol_pdf.url + "/")
+    browser.get(printer_pdf.url + "/")
     _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#repo option"))
     _ask(browser, ANSWERABLE)
-    assert "fifteen shillings" in browser.find_element(By.ID, "answer").text
+    assert ANSWER in browser.find_element(By.ID, "answer").text
     first = browser.find_element(By.CSS_SELECTOR, "#citations li").text
-    assert first.startswith("[1] christmas_carol.pdf, p. ") and ", STAVE ONE: \u201c" in first, first
+    assert first.startswith("[1] printer.pdf, p. ") and ", CHAPTER I: \u201c" in first, first
     _ask(browser, RELATIONAL)  # the README's picture: a citation opened, the paths behind the answer
     cites = browser.find_elements(By.CSS_SELECTOR, "#answer a.cite")
     if cites:

@@ -18,13 +18,13 @@ BOOK = ("Mr. Fezziwig kept a warehouse in the city of London.\n\n"
 
 
 @pytest.fixture(scope="module")
-def builder(carol_repo, tmp_path_factory):
-    """A server that allows removal and two build jobs at once, serving a copy of carol."""
+def builder(printer_repo, tmp_path_factory):
+    """A server that allows removal and two build jobs at once, serving a copy of the printer repository."""
     from pagerag.serve.config import ServeConfig
 
     repos = tmp_path_factory.mktemp("builder")
-    shutil.copytree(carol_repo, repos / "carol.rag")
-    config = ServeConfig(repos={"carol": repos / "carol.rag"}, repos_dir=repos, llm="extractive", warm=False,
+    shutil.copytree(printer_repo, repos / "printer.rag")
+    config = ServeConfig(repos={"printer": repos / "printer.rag"}, repos_dir=repos, llm="extractive", warm=False,
                          max_builds=2, allow_remove=True).check()
     with ThreadServer(config) as server:
         server.repos_dir = repos
@@ -89,16 +89,16 @@ def test_the_queue_is_bounded_and_jobs_can_be_cancelled(builder):
 
 def test_cancelling_a_rebuild_keeps_the_served_version(builder):
     url = builder.url
-    before = httpx.get(url + "/v1/health").json()["repos"]["carol"]
-    manifest = (builder.repos_dir / "carol.rag" / "manifest.json").read_bytes()
-    job = upload(url, "carol").json()
+    before = httpx.get(url + "/v1/health").json()["repos"]["printer"]
+    manifest = (builder.repos_dir / "printer.rag" / "manifest.json").read_bytes()
+    job = upload(url, "printer").json()
     wait_for(url, job["id"], ("running",))
     cancelled = httpx.delete(f"{url}/v1/builds/{job['id']}", timeout=60)
     assert cancelled.status_code in (200, 202)
     assert wait_for(url, job["id"], ("cancelled", "done", "failed"))["status"] == "cancelled"
-    assert (builder.repos_dir / "carol.rag" / "manifest.json").read_bytes() == manifest
-    assert not list(builder.repos_dir.glob(".carol.rag.staging-*"))
-    assert httpx.get(url + "/v1/health").json()["repos"]["carol"] == before
+    assert (builder.repos_dir / "printer.rag" / "manifest.json").read_bytes() == manifest
+    assert not list(builder.repos_dir.glob(".printer.rag.staging-*"))
+    assert httpx.get(url + "/v1/health").json()["repos"]["printer"] == before
 
 
 def test_uploads_go_once_built_or_failed_and_a_built_repository_can_be_removed(builder, served):
@@ -113,7 +113,7 @@ def test_uploads_go_once_built_or_failed_and_a_built_repository_can_be_removed(b
     assert leftovers(builder.repos_dir, "blank") == []  # the upload and the failed build left nothing
     assert "fezz" in models(url) and (builder.repos_dir / "fezz.rag").is_dir()
 
-    operator = httpx.delete(url + "/v1/repos/carol", timeout=60)
+    operator = httpx.delete(url + "/v1/repos/printer", timeout=60)
     assert operator.status_code == 403 and "operator" in operator.json()["error"]["message"]
     assert httpx.delete(url + "/v1/repos/nope", timeout=60).status_code == 404
     removed = httpx.delete(url + "/v1/repos/fezz", timeout=60)

@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 from helpers.openai_server import LoopbackOpenAIServer
-from serving import ANSWERABLE, UNANSWERABLE, ThreadServer
+from serving import ANSWER, ANSWERABLE, REPO, UNANSWERABLE, UNANSWERABLE_SUBJECT, ThreadServer
 
 
 @pytest.fixture(scope="module")
@@ -21,20 +21,20 @@ def client(served):
 
 def test_models_are_the_served_repositories(client):
     ids = {m.id for m in client.models.list()}
-    assert {"carol", "swap"} <= ids
+    assert {REPO, "swap"} <= ids
 
 
 def test_answer_carries_its_citations_as_numbered_footnotes(client):
-    reply = client.chat.completions.create(model="carol", messages=[
+    reply = client.chat.completions.create(model=REPO, messages=[
         {"role": "system", "content": "You are helpful."},
-        {"role": "user", "content": "Who is Marley?"},
-        {"role": "assistant", "content": "Scrooge's late partner."},
+        {"role": "user", "content": "Who was Dr. Foster?"},
+        {"role": "assistant", "content": "The editor of the Minnesotian."},
         {"role": "user", "content": ANSWERABLE},  # the last user message is the question
     ])
     content = reply.choices[0].message.content
-    assert reply.choices[0].finish_reason == "stop" and reply.model == "carol"
-    assert "fifteen shillings" in content
-    footnote = re.search(r"^\[1\] carol_excerpt\.txt, line (\d+): \u201c.+\u201d$", content, re.M)
+    assert reply.choices[0].finish_reason == "stop" and reply.model == REPO
+    assert ANSWER in content
+    footnote = re.search(r"^\[1\] printer_excerpt\.txt, line (\d+): \u201c.+\u201d$", content, re.M)
     assert footnote, content
     assert "[1]" in content.split("\n\n")[0]  # the marker in the answer points at the footnote
     extra = reply.model_extra["pagerag"]
@@ -45,16 +45,17 @@ def test_answer_carries_its_citations_as_numbered_footnotes(client):
 
 
 def test_refusal_is_an_ordinary_message_that_says_why(client):
-    reply = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": UNANSWERABLE}])
+    reply = client.chat.completions.create(model=REPO, messages=[{"role": "user", "content": UNANSWERABLE}])
     content = reply.choices[0].message.content
     assert reply.choices[0].message.role == "assistant"
-    assert content.startswith("I can't answer that") and "insufficient_evidence" in content and "Fred" in content
+    assert content.startswith("I can't answer that") and "insufficient_evidence" in content
+    assert UNANSWERABLE_SUBJECT in content
     assert reply.model_extra["pagerag"]["reason"] == "insufficient_evidence"
 
 
 def test_streamed_reply_is_the_same_text_with_usage_at_the_end(client):
-    whole = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": ANSWERABLE}])
-    stream = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": ANSWERABLE}],
+    whole = client.chat.completions.create(model=REPO, messages=[{"role": "user", "content": ANSWERABLE}])
+    stream = client.chat.completions.create(model=REPO, messages=[{"role": "user", "content": ANSWERABLE}],
                                             stream=True, stream_options={"include_usage": True})
     pieces, usage, finish = [], None, None
     for chunk in stream:
@@ -72,82 +73,82 @@ def test_streamed_reply_is_the_same_text_with_usage_at_the_end(client):
 def test_unknown_model_is_a_clear_error(client):
     with pytest.raises(openai.NotFoundError) as caught:
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": ANSWERABLE}])
-    assert "carol" in str(caught.value)  # names the models that exist
+    assert REPO in str(caught.value)  # names the models that exist
 
 
 def test_no_user_message_is_a_bad_request(client):
     with pytest.raises(openai.BadRequestError) as caught:
-        client.chat.completions.create(model="carol", messages=[{"role": "system", "content": "hello"}])
+        client.chat.completions.create(model=REPO, messages=[{"role": "system", "content": "hello"}])
     assert "user message" in str(caught.value)
 
 
 def test_stream_must_be_a_boolean(served):
     for value in ("yes", 1, "true"):
         response = httpx.post(served.url + "/v1/chat/completions", timeout=60, json={
-            "model": "carol", "messages": [{"role": "user", "content": ANSWERABLE}], "stream": value})
+            "model": REPO, "messages": [{"role": "user", "content": ANSWERABLE}], "stream": value})
         assert response.status_code == 422, (value, response.text)
         assert response.json()["error"]["message"].startswith("stream:")
 
 
 # ---- conversations ----------------------------------------------------------------------------
 
-FIRST = "Who was Jacob Marley?"
-FOLLOW_UP = "What did he wear?"
+FIRST = "Who was Dr. Foster?"
+FOLLOW_UP = "Which paper did he edit?"
+STANDALONE = "Which paper did Dr. Foster edit?"  # "he" is the Dr. Foster of the previous question
 
 
 def test_a_follow_up_is_answered_as_the_standalone_question_of_the_conversation(client):
-    first = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": FIRST}])
+    first = client.chat.completions.create(model=REPO, messages=[{"role": "user", "content": FIRST}])
     history = [{"role": "user", "content": FIRST},
                {"role": "assistant", "content": first.choices[0].message.content}]
-    second = client.chat.completions.create(model="carol", messages=[*history, {"role": "user", "content": FOLLOW_UP}])
+    second = client.chat.completions.create(model=REPO, messages=[*history, {"role": "user", "content": FOLLOW_UP}])
     extra = second.model_extra["pagerag"]
-    assert extra["question"] == "What did Marley wear?"  # "he" is the Marley of the previous question
+    assert extra["question"] == STANDALONE
     assert extra["rewritten_from"] == FOLLOW_UP and extra["rewrite"] == "pronouns"
     content = second.choices[0].message.content
-    direct = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": "What did Marley wear?"}])
+    direct = client.chat.completions.create(model=REPO, messages=[{"role": "user", "content": STANDALONE}])
     # the reply says what it answered, then is exactly the answer to that standalone question
-    assert content == "Answering: \u201cWhat did Marley wear?\u201d\n\n" + direct.choices[0].message.content
+    assert content == f"Answering: \u201c{STANDALONE}\u201d\n\n" + direct.choices[0].message.content
 
-    alone = client.chat.completions.create(model="carol", messages=[{"role": "user", "content": FOLLOW_UP}])
+    alone = client.chat.completions.create(model=REPO, messages=[{"role": "user", "content": FOLLOW_UP}])
     assert alone.model_extra["pagerag"]["question"] == FOLLOW_UP and alone.model_extra["pagerag"]["rewrite"] is None
     assert not alone.choices[0].message.content.startswith("Answering:")
 
-    streamed = client.chat.completions.create(model="carol", stream=True,
+    streamed = client.chat.completions.create(model=REPO, stream=True,
                                               messages=[*history, {"role": "user", "content": FOLLOW_UP}])
     chunks = list(streamed)
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == content
-    assert [c.model_extra.get("pagerag") for c in chunks if c.model_extra.get("pagerag")][0]["question"] == \
-        "What did Marley wear?"
+    assert [c.model_extra.get("pagerag") for c in chunks if c.model_extra.get("pagerag")][0]["question"] == STANDALONE
 
 
-def test_with_an_llm_the_llm_makes_the_question_standalone(carol_repo):
+def test_with_an_llm_the_llm_makes_the_question_standalone(printer_repo):
     from pagerag.serve.config import ServeConfig
 
-    standalone = "How much does Scrooge say his clerk earns per week?"
+    standalone = ANSWERABLE
 
     def reply(body: dict) -> str:
         prompt = " ".join(str(m.get("content", "")) for m in body["messages"])
         if "stands alone" in prompt:  # prompts/rewrite_question
             return json.dumps({"question": standalone})
-        return "Yes" if body.get("logprobs") else "He earns fifteen shillings a week [1]."
+        return "Yes" if body.get("logprobs") else f"He carried {ANSWER} in gold [1]."
 
     with LoopbackOpenAIServer(reply=reply) as llm:
-        config = ServeConfig(repos={"carol": carol_repo}, llm="openai", warm=False, sets=[
+        config = ServeConfig(repos={REPO: printer_repo}, llm="openai", warm=False, sets=[
             f"llm.base_url={llm.base_url}", "llm.model=loopback-model", "llm.cache=false", "llm.max_retries=0"]).check()
         with ThreadServer(config) as server:
             client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
-            reply_ = client.chat.completions.create(model="carol", messages=[
-                {"role": "user", "content": "Who was Scrooge's clerk?"},
-                {"role": "assistant", "content": "Bob Cratchit [1]\n\n[1] carol_excerpt.txt, line 9: \u201c...\u201d"},
-                {"role": "user", "content": "How much did he earn a week?"}])
+            reply_ = client.chat.completions.create(model=REPO, messages=[
+                {"role": "user", "content": "Who brought the bag of gold down from the capitol?"},
+                {"role": "assistant", "content": "Mr. Moore [1]\n\n[1] printer_excerpt.txt, line 1: \u201c...\u201d"},
+                {"role": "user", "content": "How much was in it?"}])
     rewrite = [b for b in llm.bodies if "stands alone" in json.dumps(b)]
     assert len(rewrite) == 1
     prompt = rewrite[0]["messages"][-1]["content"]
-    assert "Who was Scrooge's clerk?" in prompt and "Bob Cratchit" in prompt  # the earlier turns
-    assert "carol_excerpt.txt, line 9" not in prompt  # footnotes are not conversation
-    assert "Last question: How much did he earn a week?" in prompt
+    assert "Who brought the bag of gold down from the capitol?" in prompt and "Mr. Moore" in prompt  # the earlier turns
+    assert "printer_excerpt.txt, line 1" not in prompt  # footnotes are not conversation
+    assert "Last question: How much was in it?" in prompt
     extra = reply_.model_extra["pagerag"]
     assert extra["question"] == standalone and extra["rewrite"] == "llm"
-    assert extra["rewritten_from"] == "How much did he earn a week?"
+    assert extra["rewritten_from"] == "How much was in it?"
     assert reply_.choices[0].message.content.startswith(f"Answering: \u201c{standalone}\u201d")
     assert reply_.usage.prompt_tokens >= len(prompt.split())  # the rewrite's tokens are counted

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from serving import ANSWERABLE
+from serving import ANSWERABLE, REPO
 
 # every code point, surrogates (category Cs) and control characters included
 ANY_CHAR = st.characters(codec=None, exclude_categories=())
@@ -19,9 +19,9 @@ SURROGATE = st.integers(0xD800, 0xDFFF).map(chr)
 RUN = st.tuples(st.one_of(ANY_CHAR, CONTROL, st.just(" "), st.just("a")), st.integers(1, 2600)).map(lambda cn: cn[0] * cn[1])
 TEXT = st.one_of(
     st.text(ANY_CHAR, max_size=300),
-    st.text(st.one_of(CONTROL, SURROGATE, st.sampled_from("Scrooge Marley ?")), max_size=80),
+    st.text(st.one_of(CONTROL, SURROGATE, st.sampled_from("Foster Minnesotian ?")), max_size=80),
     RUN,
-    st.tuples(st.sampled_from([ANSWERABLE, "Who is Marley?"]), st.text(st.one_of(CONTROL, SURROGATE), min_size=1, max_size=5),
+    st.tuples(st.sampled_from([ANSWERABLE, "Who was Dr. Foster?"]), st.text(st.one_of(CONTROL, SURROGATE), min_size=1, max_size=5),
               st.integers(0, 40)).map(lambda t: t[0][: t[2]] + t[1] + t[0][t[2]:]),  # a real question, spoiled
 )
 # a fixed, quick sample in CI; PAGERAG_FUZZ_EXAMPLES=500 explores more
@@ -50,7 +50,7 @@ def test_question_fields_never_give_a_500(served, endpoint):
     @FUZZ
     @given(question=TEXT)
     def check(question):
-        assert_handled(post(served.url + endpoint, {"question": question, "repo": "carol"}))
+        assert_handled(post(served.url + endpoint, {"question": question, "repo": REPO}))
 
     check()
 
@@ -60,21 +60,21 @@ def test_chat_messages_never_give_a_500(served):
     @given(first=TEXT, last=TEXT, parts=st.booleans())
     def check(first, last, parts):
         content = [{"type": "text", "text": last}] if parts else last
-        messages = [{"role": "user", "content": first}, {"role": "assistant", "content": "Scrooge's partner."},
+        messages = [{"role": "user", "content": first}, {"role": "assistant", "content": "The editor of the Minnesotian."},
                     {"role": "user", "content": content}]
-        assert_handled(post(served.url + "/v1/chat/completions", {"model": "carol", "messages": messages}))
+        assert_handled(post(served.url + "/v1/chat/completions", {"model": REPO, "messages": messages}))
 
     check()
 
 
 def test_a_lone_surrogate_is_a_400_that_names_the_field(served):
     for endpoint, body, field in (
-            ("/v1/ask", {"question": "Who is \ud800Marley?", "repo": "carol"}, "question"),
-            ("/v1/retrieve", {"question": "\udfff", "repo": "carol"}, "question"),
-            ("/v1/ask", {"question": ANSWERABLE, "repo": "car\ud800ol"}, "repo"),
-            ("/v1/chat/completions", {"model": "carol", "messages": [{"role": "user", "content": "Who\ud800?"}]},
+            ("/v1/ask", {"question": "Who was \ud800Foster?", "repo": REPO}, "question"),
+            ("/v1/retrieve", {"question": "\udfff", "repo": REPO}, "question"),
+            ("/v1/ask", {"question": ANSWERABLE, "repo": "prin\ud800ter"}, "repo"),
+            ("/v1/chat/completions", {"model": REPO, "messages": [{"role": "user", "content": "Who\ud800?"}]},
              "messages[0].content"),
-            ("/v1/chat/completions", {"model": "ca\udc00rol", "messages": [{"role": "user", "content": "Who?"}]}, "model"),
+            ("/v1/chat/completions", {"model": "pri\udc00nter", "messages": [{"role": "user", "content": "Who?"}]}, "model"),
             ("/v1/builds", {"path": "books\ud800", "repo": "x"}, "path"),
     ):
         response = post(served.url + endpoint, body)

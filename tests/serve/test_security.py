@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serving import ANSWERABLE, ConnectionRecorder, ServerProcess, ThreadServer
+from serving import ANSWERABLE, REPO, ConnectionRecorder, ServerProcess, ThreadServer
 
 KEY = "test-key-0123456789"
 
@@ -29,21 +29,21 @@ def error_of(response: httpx.Response, status: int) -> str:
 
 # ---- binding --------------------------------------------------------------------------------
 
-def test_binding_beyond_loopback_without_a_key_is_refused(carol_repo):
+def test_binding_beyond_loopback_without_a_key_is_refused(printer_repo):
     env = {k: v for k, v in os.environ.items() if k != "PAGERAG_API_KEY"}
-    run = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo), "--host", "0.0.0.0"],
+    run = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(printer_repo), "--host", "0.0.0.0"],
                          capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and "API key" in run.stderr and "Traceback" not in run.stderr
-    short = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo), "--host", "0.0.0.0",
+    short = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(printer_repo), "--host", "0.0.0.0",
                             "--api-key", "short"], capture_output=True, text=True, timeout=120, env=env)
     assert short.returncode == 2 and "too short" in short.stderr
-    missing = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo.parent / "none.rag")],
+    missing = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(printer_repo.parent / "none.rag")],
                              capture_output=True, text=True, timeout=120, env=env)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no repository here" in missing.stderr
 
 
-def test_a_port_in_use_is_one_line_and_no_url(carol_repo):
+def test_a_port_in_use_is_one_line_and_no_url(printer_repo):
     import socket
 
     with socket.socket() as taken:
@@ -51,7 +51,7 @@ def test_a_port_in_use_is_one_line_and_no_url(carol_repo):
         taken.listen(1)
         port = taken.getsockname()[1]
         started = time.monotonic()
-        run = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo), "--port", str(port)],
+        run = subprocess.run([sys.executable, "-m", "pagerag", "serve", "--repo", str(printer_repo), "--port", str(port)],
                              capture_output=True, text=True, timeout=300)
     output = run.stdout + run.stderr
     assert run.returncode != 0, output
@@ -61,10 +61,10 @@ def test_a_port_in_use_is_one_line_and_no_url(carol_repo):
     assert time.monotonic() - started < 120  # refused before the repositories load
 
 
-def test_port_zero_prints_the_port_really_bound(carol_repo):
+def test_port_zero_prints_the_port_really_bound(printer_repo):
     import re
 
-    process = subprocess.Popen([sys.executable, "-m", "pagerag", "serve", "--repo", str(carol_repo), "--port", "0",
+    process = subprocess.Popen([sys.executable, "-m", "pagerag", "serve", "--repo", str(printer_repo), "--port", "0",
                                 "--llm", "extractive"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
         deadline = time.monotonic() + 240
@@ -81,10 +81,10 @@ def test_port_zero_prints_the_port_really_bound(carol_repo):
 
 
 def test_dns_rebinding_and_cross_site_requests_are_refused(served):
-    message = error_of(httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"},
+    message = error_of(httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": REPO},
                                   headers={"Host": "attacker.example"}), 421)
     assert "attacker.example" in message
-    error_of(httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": "carol"},
+    error_of(httpx.post(served.url + "/v1/ask", json={"question": ANSWERABLE, "repo": REPO},
                         headers={"Origin": "http://attacker.example"}), 403)
     same_origin = httpx.get(served.url + "/v1/repos", headers={"Origin": served.url})
     assert same_origin.status_code == 200
@@ -93,10 +93,10 @@ def test_dns_rebinding_and_cross_site_requests_are_refused(served):
 # ---- API key --------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def keyed(carol_repo):
+def keyed(printer_repo):
     from pagerag.serve.config import ServeConfig
 
-    config = ServeConfig(repos={"carol": carol_repo}, api_key=KEY, llm="extractive", warm=False).check()
+    config = ServeConfig(repos={REPO: printer_repo}, api_key=KEY, llm="extractive", warm=False).check()
     with ThreadServer(config) as server:
         yield server
 
@@ -105,7 +105,7 @@ def test_api_key_is_required_when_configured(keyed):
     error_of(httpx.get(keyed.url + "/v1/repos"), 401)
     assert httpx.get(keyed.url + "/v1/repos").headers["www-authenticate"] == "Bearer"
     assert "wrong" in error_of(httpx.get(keyed.url + "/v1/repos", headers={"Authorization": "Bearer nope"}), 401)
-    error_of(httpx.post(keyed.url + "/v1/chat/completions", json={"model": "carol", "messages": []}), 401)
+    error_of(httpx.post(keyed.url + "/v1/chat/completions", json={"model": REPO, "messages": []}), 401)
     ok = httpx.post(keyed.url + "/v1/ask", json={"question": ANSWERABLE},  # one repository: no name needed
                     headers={"Authorization": f"Bearer {KEY}"}, timeout=120)
     assert ok.status_code == 200 and ok.json()["decision"] == "answered"
@@ -121,7 +121,7 @@ def test_path_builds_are_off_without_a_build_root(keyed):
 # ---- LLM backends: the operator's only ------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def keyed_environment(carol_repo):
+def keyed_environment(printer_repo):
     """A server started without an LLM (auto: no endpoint, no GGUF) whose environment holds an
     OpenAI key, with every proxy variable pointing at a recorder: any attempt to reach an LLM
     endpoint — api.openai.com included — shows up as a connection to the recorder."""
@@ -130,14 +130,14 @@ def keyed_environment(carol_repo):
                "HTTP_PROXY": recorder.url, "ALL_PROXY": recorder.url, "https_proxy": recorder.url,
                "http_proxy": recorder.url, "all_proxy": recorder.url, "NO_PROXY": "", "no_proxy": "",
                "OPENAI_BASE_URL": "", "PAGERAG_LLM__GGUF": ""}
-        with ServerProcess(["--repo", f"carol={carol_repo}", "--no-builds"], env=env) as server:
+        with ServerProcess(["--repo", f"{REPO}={printer_repo}", "--no-builds"], env=env) as server:
             server.recorder = recorder
             yield server
 
 
 def test_a_request_cannot_choose_a_backend_the_operator_did_not_configure(keyed_environment):
     url, recorder = keyed_environment.url, keyed_environment.recorder
-    chat = {"model": "carol", "messages": [{"role": "user", "content": ANSWERABLE}]}
+    chat = {"model": REPO, "messages": [{"role": "user", "content": ANSWERABLE}]}
     refused = []
     for backend in ("openai", "llamacpp"):
         for path, body in (("/v1/ask", {"question": ANSWERABLE}), ("/v1/retrieve", {"question": ANSWERABLE}),
@@ -154,34 +154,34 @@ def test_a_request_cannot_choose_a_backend_the_operator_did_not_configure(keyed_
     assert recorder.seen == []
 
 
-def test_backends_the_operator_allowed_may_be_chosen(carol_repo):
+def test_backends_the_operator_allowed_may_be_chosen(printer_repo):
     from pagerag.serve.config import ServeConfig
 
     from pagerag.errors import ConfigError
 
-    config = ServeConfig(repos={"carol": carol_repo}, llm="extractive", allow_llms=["openai"], warm=False).check()
+    config = ServeConfig(repos={REPO: printer_repo}, llm="extractive", allow_llms=["openai"], warm=False).check()
     assert config.offered_llms == ("extractive", "openai")
     assert config.settings(llm="openai").llm.backend == "openai"
     with pytest.raises(ConfigError, match="'llamacpp' is not offered"):
         config.settings(llm="llamacpp")
     with pytest.raises(ConfigError, match="unknown --allow-llm"):
-        ServeConfig(repos={"carol": carol_repo}, allow_llms=["gpt"]).check()
+        ServeConfig(repos={REPO: printer_repo}, allow_llms=["gpt"]).check()
 
 
 # ---- questions ------------------------------------------------------------------------------
 
 def test_question_limits_and_malformed_requests(served):
     ask = served.url + "/v1/ask"
-    assert "too long" in error_of(httpx.post(ask, json={"question": "why " * 1000, "repo": "carol"}), 413)
-    assert "empty" in error_of(httpx.post(ask, json={"question": "   ", "repo": "carol"}, timeout=60), 400)
-    assert "required" in error_of(httpx.post(ask, json={"repo": "carol"}), 422)
+    assert "too long" in error_of(httpx.post(ask, json={"question": "why " * 1000, "repo": REPO}), 413)
+    assert "empty" in error_of(httpx.post(ask, json={"question": "   ", "repo": REPO}, timeout=60), 400)
+    assert "required" in error_of(httpx.post(ask, json={"repo": REPO}), 422)
     assert "JSON" in error_of(httpx.post(ask, content=b"{not json", headers={"Content-Type": "application/json"}), 422)
-    assert "question" in error_of(httpx.post(ask, json={"question": 42, "repo": "carol"}), 422)
-    assert "colour" in error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": "carol", "colour": 1}), 422)
+    assert "question" in error_of(httpx.post(ask, json={"question": 42, "repo": REPO}), 422)
+    assert "colour" in error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": REPO, "colour": 1}), 422)
     assert "no repository named 'nope'" in error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": "nope"}), 404)
-    assert "unknown pipeline" in error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": "carol",
+    assert "unknown pipeline" in error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": REPO,
                                                                 "pipeline": "turbo"}), 400)
-    error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": "carol", "llm": "gpt"}), 422)
+    error_of(httpx.post(ask, json={"question": ANSWERABLE, "repo": REPO, "llm": "gpt"}), 422)
     error_of(httpx.get(served.url + "/v1/nothing-here"), 404)
     error_of(httpx.delete(ask), 405)
 

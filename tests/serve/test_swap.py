@@ -10,9 +10,10 @@ import threading
 import time
 
 import httpx
+from helpers.questions import ARRIVAL, METCALF
 from serving import ANSWERABLE
 
-QUESTIONS = [ANSWERABLE, "How many years had Marley been dead?", "Who is Bob Cratchit?"]
+QUESTIONS = [ANSWERABLE, ARRIVAL, METCALF]  # training questions of the served book (helpers/questions.py)
 
 
 def _hammer(url: str, stop: threading.Event, log: list, worker: int) -> None:
@@ -53,7 +54,7 @@ def test_rebuild_under_load_swaps_atomically(served):
     for w in workers:
         w.start()
     try:
-        response = httpx.post(served.url + "/v1/builds", json={"path": "books/carol_variant.txt", "repo": "swap"})
+        response = httpx.post(served.url + "/v1/builds", json={"path": "books/printer_variant.txt", "repo": "swap"})
         assert response.status_code == 202, response.text
         job = response.json()
         assert response.headers["location"] == f"/v1/builds/{job['id']}"
@@ -100,13 +101,13 @@ def test_rebuild_under_load_swaps_atomically(served):
     assert not old_pin.exists()
 
 
-def test_question_in_flight_keeps_the_old_version_across_a_publish(carol_repo, tmp_path):
+def test_question_in_flight_keeps_the_old_version_across_a_publish(printer_repo, tmp_path):
     from pagerag.repository import publish
     from pagerag.serve.config import ServeConfig
     from pagerag.serve.registry import Registry
 
     repo = tmp_path / "r.rag"
-    shutil.copytree(carol_repo, repo)
+    shutil.copytree(printer_repo, repo)
     registry = Registry(ServeConfig(repos={"r": repo}, llm="extractive", warm=False).check()).start()
     try:
         with registry.use("r") as old:  # a question in flight
