@@ -1,4 +1,5 @@
-"""`pagerag eval` end to end on a real repository (A Christmas Carol excerpt, extractive backend):
+"""`pagerag eval` end to end on a real repository (the training-book excerpt printer_repo, with
+questions of that book's training set; extractive backend):
 the report, JSON and plots; figures that agree with results.jsonl; malformed question lines
 reported with their line numbers and skipped; an interrupted run that leaves a valid partial
 report and, resumed (even after a torn last line), gives the same report as an uninterrupted run."""
@@ -17,7 +18,8 @@ from pagerag.errors import ConfigError
 from pagerag.evaluate.runner import EvalConfig, read_results, run_eval
 from pagerag.repository import read_manifest
 
-PICK = ("DEV-A-a02", "DEV-A-u01")  # answered inside the excerpt; one the book never answers
+PICK = ("Novel-10146-a02", "Novel-10146-u20")  # training questions: answered inside the excerpt; one it never answers
+QUESTIONS = ("qa", "train", "Novel-10146.qa.jsonl")
 PIPELINES = ["full", "passages-only"]
 VOLATILE = {"latency_median_s", "latency_p95_s"}  # wall time differs between runs
 
@@ -31,8 +33,8 @@ def cli_app() -> typer.Typer:
 
 @pytest.fixture(scope="module")
 def qa_file(data_dir: Path, tmp_path_factory) -> Path:
-    """Two real DEV-A questions with three malformed records around them (lines 2, 4, 5)."""
-    lines = {json.loads(line)["id"]: line for line in (data_dir / "qa" / "christmas_carol.qa.jsonl").read_text().splitlines()}
+    """Two real training questions with three malformed records around them (lines 2, 4, 5)."""
+    lines = {json.loads(line)["id"]: line for line in data_dir.joinpath(*QUESTIONS).read_text().splitlines()}
     path = tmp_path_factory.mktemp("qa") / "mini.qa.jsonl"
     path.write_text("\n".join([lines[PICK[0]], '{"id": "broken", "question": ', "",
                                json.dumps({"id": "x", "question": "Who?", "answerable": "maybe"}),
@@ -41,14 +43,14 @@ def qa_file(data_dir: Path, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def full_run(qa_file: Path, carol_repo: Path, tmp_path_factory):
+def full_run(qa_file: Path, printer_repo: Path, tmp_path_factory):
     out = tmp_path_factory.mktemp("eval") / "out"
-    result = CliRunner().invoke(cli_app(), ["eval", str(qa_file), "--repo", str(carol_repo), "--out", str(out),
+    result = CliRunner().invoke(cli_app(), ["eval", str(qa_file), "--repo", str(printer_repo), "--out", str(out),
                                             "--llm", "extractive", "--quiet"])
     return result, out
 
 
-def test_eval_writes_report_json_results_and_plots(full_run, carol_repo):
+def test_eval_writes_report_json_results_and_plots(full_run, printer_repo):
     result, out = full_run
     assert result.exit_code == 0, result.output
     for name in ("results.jsonl", "report.md", "report.json", "run.json", "quality_vs_tokens.png", "refusal_vs_accuracy.png"):
@@ -63,16 +65,16 @@ def test_eval_writes_report_json_results_and_plots(full_run, carol_repo):
     assert "Table 1" in result.stdout and "Table 3" in result.stdout  # the tables are printed too
 
 
-def test_report_figures_agree_with_the_result_rows(full_run, carol_repo):
+def test_report_figures_agree_with_the_result_rows(full_run, printer_repo):
     _, out = full_run
     rows = read_results(out / "results.jsonl")
     assert sorted((r["pipeline"], r["id"]) for r in rows) == sorted((p, q) for p in PIPELINES for q in PICK)
     report = json.loads((out / "report.json").read_text())
-    build_tokens = read_manifest(carol_repo)["stats"]["build_tokens"]
+    build_tokens = read_manifest(printer_repo)["stats"]["build_tokens"]
     for pipeline in PIPELINES:
         mine = [r for r in rows if r["pipeline"] == pipeline]
         answerable = [r for r in mine if r["answerable"]]
-        summary = next(s for s in report["results"] if s["pipeline"] == pipeline and s["dataset"] == "DEV-A")
+        summary = next(s for s in report["results"] if s["pipeline"] == pipeline and s["dataset"] == "Novel-10146")
         assert summary["answerable"] == 1 and summary["unanswerable"] == 1
         assert summary["strict"] == sum(r["score"]["strict"] for r in answerable)
         assert summary["lenient"] == sum(r["score"]["lenient"] for r in answerable)
@@ -93,9 +95,9 @@ def test_malformed_lines_are_reported_with_line_numbers_and_skipped(full_run):
     assert "skipped 3 malformed record(s)" in (out / "report.md").read_text()
 
 
-def test_interrupted_run_leaves_a_partial_report_and_resume_matches_the_full_run(full_run, qa_file, carol_repo, tmp_path):
+def test_interrupted_run_leaves_a_partial_report_and_resume_matches_the_full_run(full_run, qa_file, printer_repo, tmp_path):
     _, reference = full_run
-    tasks, notes = load_tasks([str(qa_file)], [carol_repo], None)
+    tasks, notes = load_tasks([str(qa_file)], [printer_repo], None)
     config = EvalConfig(pipelines=PIPELINES, llm="extractive", show_progress=False)
     out = tmp_path / "interrupted"
 
@@ -110,7 +112,7 @@ def test_interrupted_run_leaves_a_partial_report_and_resume_matches_the_full_run
     assert "PARTIAL" in (out / "report.md").read_text() and "--resume" in (out / "report.md").read_text()
 
     with (out / "results.jsonl").open("a") as handle:  # a run killed mid-write leaves a torn line
-        handle.write('{"pipeline": "full", "dataset": "DEV-A", "id": "DEV-A-u0')
+        handle.write('{"pipeline": "full", "dataset": "Novel-10146", "id": "Novel-10146-u0')
     with pytest.raises(ConfigError, match="--resume"):
         run_eval(tasks, out, config, notes=notes)
     resumed = run_eval(tasks, out, EvalConfig(pipelines=PIPELINES, llm="extractive", resume=True, show_progress=False),
@@ -129,7 +131,7 @@ def _stable(report: dict) -> dict:
             "pipelines": report["meta"]["pipelines"], "datasets": report["meta"]["datasets"]}
 
 
-def test_a_failing_llm_backend_stops_after_three_questions_and_resume_retries_them(data_dir, carol_repo, tmp_path):
+def test_a_failing_llm_backend_stops_after_three_questions_and_resume_retries_them(data_dir, printer_repo, tmp_path):
     """A real openai backend against a loopback server that answers 500: each question is
     recorded as a backend error, the run stops after three in a row with a partial report, and
     --resume asks exactly those questions again once the server is healthy."""
@@ -137,12 +139,12 @@ def test_a_failing_llm_backend_stops_after_three_questions_and_resume_retries_th
 
     from pagerag.errors import BackendError
 
-    lines = (data_dir / "qa" / "christmas_carol.qa.jsonl").read_text().splitlines()[:3]
+    lines = data_dir.joinpath(*QUESTIONS).read_text().splitlines()[:3]
     qa = tmp_path / "three.qa.jsonl"
     qa.write_text("\n".join(lines) + "\n")
-    tasks, _ = load_tasks([str(qa)], [carol_repo], None)
+    tasks, _ = load_tasks([str(qa)], [printer_repo], None)
     out = tmp_path / "backend"
-    with LoopbackOpenAIServer(reply=lambda body: "Fifteen shillings a week [1].", mode="500") as server:
+    with LoopbackOpenAIServer(reply=lambda body: "A bag of gold containing $4,000 [1].", mode="500") as server:
         sets = [f"llm.base_url={server.base_url}", "llm.model=loopback-model", "llm.max_retries=0", "llm.cache=false",
                 "llm.timeout_s=5"]
         config = dict(pipelines=["no-evidence-constraint"], llm="openai", sets=sets, show_progress=False)

@@ -1,5 +1,5 @@
-"""`pagerag calibrate` on the real Carol excerpt repository (copied: the shared fixture stays
-untouched) with the project's labelled Christmas Carol questions."""
+"""`pagerag calibrate` on the real training-book repository (printer_repo, copied: the shared
+fixture stays untouched) with labelled questions of that book's training set (qa/train)."""
 from __future__ import annotations
 
 import shutil
@@ -9,9 +9,9 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def repo_copy(carol_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("calib") / "carol.rag"
-    shutil.copytree(carol_repo, target)
+def repo_copy(printer_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("calib") / "printer.rag"
+    shutil.copytree(printer_repo, target)
     return target
 
 
@@ -27,9 +27,11 @@ def test_calibrate_writes_a_model_the_gate_then_uses(repo_copy: Path, data_dir: 
     app = typer.Typer()
     app.command("calibrate")(calibrate)
     app.command("other")(lambda: None)
-    # the first 14 questions: enough for both labels on the excerpt, few enough to stay fast
-    lines = (data_dir / "qa" / "christmas_carol.qa.jsonl").read_text(encoding="utf-8").splitlines()[:14]
-    questions = repo_copy.parent / "carol14.qa.jsonl"
+    # the first 14 training questions (Novel-10146-a01..a14, all answerable: calibration labels
+    # those): both labels on the excerpt (a01-a03 and a13 are answered in it, most of the others
+    # later in the book), few enough to stay fast
+    lines = (data_dir / "qa" / "train" / "Novel-10146.qa.jsonl").read_text(encoding="utf-8").splitlines()[:14]
+    questions = repo_copy.parent / "printer14.qa.jsonl"
     questions.write_text("\n".join(lines) + "\n", encoding="utf-8")
     run = CliRunner().invoke(app, ["calibrate", str(questions), "--repo", str(repo_copy),
                                    "--target-cwar", "0.3", "--quiet"])

@@ -319,14 +319,22 @@ def test_bad_repositories(carol_repo, settings, encode, tmp_path):
     assert "\n" not in str(err.value) and "half" in str(err.value)
 
 
-def test_multi_hop_route_searches_each_sentence(state, settings, encode):
-    question = "Scrooge's clerk had a very small fire. What did the ghost of Marley drag behind him?"
-    query, linked = _query(question, state, settings, encode, need="multi-hop")
+@pytest.fixture(scope="session")
+def printer_state(printer_repo):
+    return get_state(printer_repo)
+
+
+def test_multi_hop_route_searches_each_sentence(printer_state, settings, encode):
+    """Two sentences about two far-apart places of the training-book excerpt (printer_repo):
+    the gold Mr. Moore brought from the capitol (char ~3,400) and the settlers Other Day led to
+    safety (char ~63,000)."""
+    question = "Mr. Moore brought a bag of gold down from the capitol. Who piloted sixty-two settlers to safety?"
+    query, linked = _query(question, printer_state, settings, encode, need="multi-hop")
     assert len(linked.parts) == 2
     result = operators.text_floor(query, operators.dense_search(query, 20), operators.lexical_search(query, 20),
                                   list(zip(linked.parts, linked.part_vecs)))
-    head = " ".join(state.passages[c.row].text for c in result.candidates[:6])
-    assert "clerk's fire" in head and "cash-boxes" in head  # one evidence site per sentence
+    head = " ".join(printer_state.passages[c.row].text for c in result.candidates[:6])
+    assert "$4,000" in head and "sixty-two men" in head  # one evidence site per sentence
 
 
 def test_cross_encoder_rerank_when_configured(state, settings, encode):

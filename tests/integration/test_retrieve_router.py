@@ -8,7 +8,7 @@ from pagerag.retrieve.api import get_encoder, retrieve
 from pagerag.settings import load_settings
 from tests.helpers.openai_server import LoopbackOpenAIServer
 
-QUESTION = "What did Scrooge's clerk earn?"
+QUESTION = "What did Mr. Moore bring down from the capitol?"  # about printer_repo's excerpt
 
 
 def _settings(server):
@@ -17,11 +17,11 @@ def _settings(server):
     return load_settings(environ={}, overrides={"retrieve": {"router": "llm"}, "llm": llm})
 
 
-def test_llm_decides_the_need_and_sees_the_prompt(carol_repo):
+def test_llm_decides_the_need_and_sees_the_prompt(printer_repo):
     reply = json.dumps({"need": "global", "reason": "asks about the whole book"})
     with LoopbackOpenAIServer(reply=lambda body: reply) as server:
         settings = _settings(server)
-        r = PageRAG(carol_repo, settings=settings).retrieve(QUESTION)
+        r = PageRAG(printer_repo, settings=settings).retrieve(QUESTION)
         prompt = server.bodies[0]["messages"][-1]["content"]  # the router's (a global map call may follow)
     assert r.analysis.decided_by == "llm" and r.analysis.need == "global"
     assert r.analysis.reason == "asks about the whole book"
@@ -29,21 +29,21 @@ def test_llm_decides_the_need_and_sees_the_prompt(carol_repo):
     assert r.plan.need == "global" and "community" in r.plan.operators
 
 
-def test_a_bad_llm_reply_falls_back_to_the_classifier(carol_repo):
+def test_a_bad_llm_reply_falls_back_to_the_classifier(printer_repo):
     with LoopbackOpenAIServer(reply=lambda body: '{"need": "sideways"}') as server:
-        r = PageRAG(carol_repo, settings=_settings(server)).retrieve(QUESTION)
+        r = PageRAG(printer_repo, settings=_settings(server)).retrieve(QUESTION)
     assert r.analysis.decided_by == "classifier"
     assert any("LLM router failed" in note for note in r.analysis.notes)
     assert r.evidence
 
 
-def test_router_uses_the_sessions_llm_and_its_tokens_are_counted(carol_repo):
+def test_router_uses_the_sessions_llm_and_its_tokens_are_counted(printer_repo):
     reply = json.dumps({"need": "local", "reason": "one fact"})
     with LoopbackOpenAIServer(reply=lambda body: reply) as server:
-        rag = PageRAG(carol_repo, settings=_settings(server))
+        rag = PageRAG(printer_repo, settings=_settings(server))
         first = rag.retrieve(QUESTION)
         llm = rag.llm
-        second = rag.retrieve("Who was Marley?")
+        second = rag.retrieve("Who was Dr. Foster?")
         assert rag.llm is llm  # one client per session, not one per question
         routed = [b for b in server.bodies if "multi-hop" in b["messages"][-1]["content"]]
     assert len(routed) == 2 and first.analysis.decided_by == second.analysis.decided_by == "llm"
@@ -51,8 +51,8 @@ def test_router_uses_the_sessions_llm_and_its_tokens_are_counted(carol_repo):
         assert r.llm_cost.prompt_tokens > 0 and r.to_dict()["tokens"]["prompt"] == r.llm_cost.prompt_tokens
 
 
-def test_no_llm_configured_leaves_the_classifier_deciding(carol_repo):
+def test_no_llm_configured_leaves_the_classifier_deciding(printer_repo):
     settings = load_settings(environ={}, overrides={"retrieve": {"router": "llm"}})
-    r = retrieve(QUESTION, carol_repo, settings, encode=get_encoder(settings))
+    r = retrieve(QUESTION, printer_repo, settings, encode=get_encoder(settings))
     assert r.analysis.decided_by == "classifier"
     assert any("no LLM is configured" in note for note in r.analysis.notes)

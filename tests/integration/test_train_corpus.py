@@ -1,5 +1,5 @@
-"""The book training corpus on a real repository (the Christmas Carol excerpt), with questions
-written here in GraphRAG-Bench's style (paraphrased evidence): located evidence lines up with the
+"""The book training corpus on a real repository (the training-book excerpt printer_repo), with
+questions written here in GraphRAG-Bench's style (paraphrased evidence): located evidence lines up with the
 passages, sentence labels lie inside them and hold the evidence, masking hides every passage that
 still locates the evidence, `retrieve(exclude=...)` never returns a hidden passage, and the
 builder writes the same bytes twice."""
@@ -20,30 +20,34 @@ from pagerag.train.corpus import build_book, build_corpus, read_corpus
 from pagerag.train.locate import BookIndex
 from pagerag.train.mask import NEAR_COVERAGE, NEAR_MIN_WORDS
 
+# Questions about the training-book excerpt (printer_repo), written here in GraphRAG-Bench's
+# style: the source book's id, its evidence paraphrased.
 QUESTIONS = [
-    {"id": "carol-wage", "source": "Novel-10146", "question_type": "Fact Retrieval",
-     "question": "How much does Scrooge say his clerk is paid each week?", "answer": "Fifteen shillings",
-     "evidence": ["Scrooge's clerk has fifteen shillings a week, a wife and a family."]},
-    {"id": "carol-crown", "source": "Novel-10146", "question_type": "Fact Retrieval",
-     "question": "What sum does Scrooge say he could stop from his clerk for the day off at Christmas?",
-     "answer": "half-a-crown",
-     "evidence": ["Scrooge says that if he stopped half-a-crown for the day, his clerk would think himself ill used."]},
-    {"id": "carol-marley", "source": "Novel-10146", "question_type": "Complex Reasoning",
-     "question": "Who was Scrooge's partner, and how long had he been dead?", "answer": "Marley, dead seven years",
-     "evidence": ["Marley was Scrooge's partner.", "Marley had been dead seven years."]},
-    {"id": "carol-unlocatable", "source": "Novel-10146", "question_type": "Fact Retrieval",
-     "question": "What colour was Scrooge's umbrella?", "answer": "green",
-     "evidence": ["Scrooge carried a green silk umbrella to the opera in Vienna."]},
-    {"id": "carol-diary", "source": "Novel-10146", "question_type": "Creative Generation",
-     "question": "Imagine you are the clerk. Write a diary entry about Christmas Eve.", "answer": "Dear diary ...",
-     "evidence": ["The clerk has fifteen shillings a week."]},
+    {"id": "printer-gold", "source": "Novel-10146", "question_type": "Fact Retrieval",
+     "question": "How much gold did Mr. Moore bring down from the capitol for his employes?", "answer": "$4,000",
+     "evidence": ["Mr. Moore brought a bag of gold containing $4,000 down from the capitol and divided it among his "
+                  "employes."]},
+    {"id": "printer-metcalf", "source": "Novel-10146", "question_type": "Fact Retrieval",
+     "question": "How old was Metcalf, the old gentleman who set type in the Press office?", "answer": "over eighty",
+     "evidence": ["The old gentleman Metcalf was over eighty years old and managed to set type."]},
+    {"id": "printer-brother", "source": "Novel-10146", "question_type": "Complex Reasoning",
+     "question": "Who managed the Daily Minnesotian when the narrator arrived, and how were they related?",
+     "answer": "Geo. W. Moore, his brother",
+     "evidence": ["The narrator arrived in St. Paul in April 1858 and commenced work on the Daily Minnesotian.",
+                  "His brother Geo. W. Moore was part owner and manager of the paper."]},
+    {"id": "printer-unlocatable", "source": "Novel-10146", "question_type": "Fact Retrieval",
+     "question": "What colour was Dr. Foster's umbrella?", "answer": "green",
+     "evidence": ["Dr. Foster carried a green silk umbrella on his travels through Vienna and Prague."]},
+    {"id": "printer-diary", "source": "Novel-10146", "question_type": "Creative Generation",
+     "question": "Imagine you are the printer's devil. Write a diary entry about the day the gold came.",
+     "answer": "Dear diary ...", "evidence": ["Mr. Moore divided the gold among his employes."]},
 ]
 
 
 @pytest.fixture(scope="module")
-def built(carol_repo):
-    examples, stats = build_book("carol", carol_repo, QUESTIONS, seed=0, split="train")
-    return {e.id: e for e in examples}, stats, BookIndex.open(carol_repo)
+def built(printer_repo):
+    examples, stats = build_book("printer", printer_repo, QUESTIONS, seed=0, split="train")
+    return {e.id: e for e in examples}, stats, BookIndex.open(printer_repo)
 
 
 def test_every_question_gives_one_answerable_example(built):
@@ -51,8 +55,8 @@ def test_every_question_gives_one_answerable_example(built):
     answerable = [e for e in by_id.values() if e.kind == "answerable"]
     assert [e.id for e in answerable] == [q["id"] for q in QUESTIONS]
     assert stats["answerable"] == len(QUESTIONS) and stats["masked"] == sum(e.kind == "masked" for e in by_id.values())
-    assert by_id["carol-wage"].located and by_id["carol-crown"].located and by_id["carol-marley"].located
-    assert not by_id["carol-unlocatable"].located  # nothing of Vienna or opera in the book
+    assert by_id["printer-gold"].located and by_id["printer-metcalf"].located and by_id["printer-brother"].located
+    assert not by_id["printer-unlocatable"].located  # nothing of umbrellas or Vienna in the book
 
 
 def test_located_evidence_lines_up_with_passage_text(built):
@@ -64,13 +68,13 @@ def test_located_evidence_lines_up_with_passage_text(built):
                 assert index.sources[p.doc_id][p.start:p.end] == p.text
                 assert located(content_words(statement), content_words(p.text))
                 assert coverage(content_words(statement), content_words(p.text)) <= cov + 1e-9
-    wage = by_id["carol-wage"]
-    assert all("fifteen shillings" in index.passages[index.row_of[p]].text for p in wage.evidence_passage_ids[0])
+    gold = by_id["printer-gold"]
+    assert all("$4,000" in index.passages[index.row_of[p]].text for p in gold.evidence_passage_ids[0])
 
 
 def test_sentence_labels_lie_inside_their_passages_and_hold_the_evidence(built):
     by_id, _, index = built
-    for ex in (by_id["carol-wage"], by_id["carol-crown"], by_id["carol-marley"]):
+    for ex in (by_id["printer-gold"], by_id["printer-metcalf"], by_id["printer-brother"]):
         assert ex.evidence_spans and {s.statement for s in ex.evidence_spans} == set(range(len(ex.evidence)))
         for span in ex.evidence_spans + ex.answer_spans:
             p = index.passages[index.row_of[span.passage_id]]
@@ -81,16 +85,16 @@ def test_sentence_labels_lie_inside_their_passages_and_hold_the_evidence(built):
                 if s.statement == i:
                     by_passage.setdefault(s.passage_id, set()).update(content_words(index.sources[s.doc_id][s.start:s.end]))
             assert all(located(content_words(statement), frozenset(w)) for w in by_passage.values())
-    wage_answer = [index.sources[s.doc_id][s.start:s.end] for s in by_id["carol-wage"].answer_spans]
-    assert wage_answer and all("fifteen shillings" in s for s in wage_answer)
-    crown_answer = [index.sources[s.doc_id][s.start:s.end] for s in by_id["carol-crown"].answer_spans]
-    assert crown_answer and all("half-a-crown" in s for s in crown_answer)
+    gold_answer = [index.sources[s.doc_id][s.start:s.end] for s in by_id["printer-gold"].answer_spans]
+    assert gold_answer and all("$4,000" in s for s in gold_answer)
+    age_answer = [index.sources[s.doc_id][s.start:s.end] for s in by_id["printer-metcalf"].answer_spans]
+    assert age_answer and all("over eighty" in s for s in age_answer)
 
 
 def test_masking_hides_every_passage_that_locates_the_evidence(built):
     by_id, stats, index = built
     masked = [e for e in by_id.values() if e.kind == "masked"]
-    assert {e.source_id for e in masked} >= {"carol-wage", "carol-crown"}
+    assert {e.source_id for e in masked} >= {"printer-gold", "printer-metcalf"}
     for ex in masked:
         hidden = {index.row_of[p] for p in ex.mask_passage_ids}
         assert ex.mask_passage_ids and not ex.answerable
@@ -105,7 +109,7 @@ def test_masking_hides_every_passage_that_locates_the_evidence(built):
             for pid in ids:
                 assert set(index.overlapping(index.row_of[pid])) <= hidden
     # No masked example where the evidence was not located, nor for a creative-writing prompt.
-    assert "carol-unlocatable:masked" not in by_id and "carol-diary:masked" not in by_id
+    assert "printer-unlocatable:masked" not in by_id and "printer-diary:masked" not in by_id
     assert stats["rejected"]["masked"].get("evidence not located", 0) >= 1
 
 
@@ -116,39 +120,39 @@ def test_swapped_examples_name_another_character_the_book_never_ties_to_the_evid
         assert not any(ex.evidence_passage_ids) and not ex.mask_passage_ids
 
 
-def test_exclude_hides_passages_from_every_operator(built, carol_repo):
+def test_exclude_hides_passages_from_every_operator(built, printer_repo):
     by_id, _, index = built
     settings = load_settings(environ={})
     encode = get_encoder(settings)
-    question = "How is Scrooge related to his nephew Fred?"
-    first = retrieve(question, carol_repo, settings, encode=encode)
+    question = "How was Dr. Foster connected to Newson?"
+    first = retrieve(question, printer_repo, settings, encode=encode)
     hidden = {e.passage_id for e in first.evidence[:4]}
-    again = retrieve(question, carol_repo, settings, encode=encode, exclude=hidden)
+    again = retrieve(question, printer_repo, settings, encode=encode, exclude=hidden)
     assert again.evidence
     seen = {e.passage_id for e in again.evidence} | set(again.signals.hop1_ids) | set(again.signals.bm25_ids) \
         | set(again.signals.hop2_ids) | {p for h in again.hints for p in h.passage_ids}
     assert not seen & hidden
     # Hide all but five passages: whatever the route, evidence comes only from those five.
     allowed = {p.passage_id for p in index.passages[10:15]}
-    narrow = retrieve(question, carol_repo, settings, encode=encode,
+    narrow = retrieve(question, printer_repo, settings, encode=encode,
                       exclude={p.passage_id for p in index.passages} - allowed)
     assert narrow.evidence and {e.passage_id for e in narrow.evidence} <= allowed
     # A masked corpus example: retrieval with its mask never sees its evidence passages.
-    wage = by_id["carol-wage:masked"]
-    r = retrieve(wage.question, carol_repo, settings, encode=encode, exclude=set(wage.mask_passage_ids))
-    assert not {e.passage_id for e in r.evidence} & set(wage.mask_passage_ids)
-    assert not any("fifteen shillings" in e.text for e in r.evidence)
+    gold = by_id["printer-gold:masked"]
+    r = retrieve(gold.question, printer_repo, settings, encode=encode, exclude=set(gold.mask_passage_ids))
+    assert not {e.passage_id for e in r.evidence} & set(gold.mask_passage_ids)
+    assert not any("$4,000" in e.text for e in r.evidence)
     with pytest.raises(InputError, match="no passage"):
-        retrieve(question, carol_repo, settings, encode=encode, exclude={"carol:99999"})
+        retrieve(question, printer_repo, settings, encode=encode, exclude={"printer:99999"})
 
 
-def test_builder_is_deterministic_and_reads_its_data_dir(carol_repo, tmp_path):
+def test_builder_is_deterministic_and_reads_its_data_dir(printer_repo, tmp_path):
     data = tmp_path / "data" / "graphrag-bench-novel"
     data.mkdir(parents=True)
     (data / "questions.json").write_text(json.dumps(QUESTIONS), encoding="utf-8")
     repos = tmp_path / "repos"
     repos.mkdir()
-    (repos / "Novel-10146.rag").symlink_to(carol_repo, target_is_directory=True)
+    (repos / "Novel-10146.rag").symlink_to(printer_repo, target_is_directory=True)
     stats = build_corpus(repos, tmp_path / "data", tmp_path / "a", log=lambda m: None)
     assert stats["splits"]["train"]["answerable"] == len(QUESTIONS)
     done = subprocess.run([sys.executable, "-m", "pagerag.train.corpus", "--repos", str(repos), "--out",
@@ -164,7 +168,8 @@ def test_builder_is_deterministic_and_reads_its_data_dir(carol_repo, tmp_path):
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "Traceback" not in bad.stderr
 
 
-# Questions of another (imaginary) training book about one character, to borrow into this one.
+# Questions of another (imaginary) training book about one character, to borrow into this one:
+# the Carol excerpt (carol_repo) and its cast, in questions made up here (none of a DEV set).
 OTHER_BOOK = [
     {"id": "other-penmanship", "source": "Novel-2544", "question_type": "Fact Retrieval",
      "question": "Who taught Scrooge the art of penmanship during his youth?", "answer": "Old Ben Robertson",
