@@ -180,10 +180,10 @@ def write_repository(
     (staging / "bm25").mkdir(exist_ok=True)
     bm25.save(staging / "bm25")
     manifest = {"format_version": FORMAT_VERSION, "store": STORE_BACKEND, **manifest}
-    _write_json_atomic(staging / MANIFEST, manifest)  # last: a staging dir without it is incomplete
+    write_json_atomic(staging / MANIFEST, manifest)  # last: a staging dir without it is incomplete
 
 
-def _write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
     with open(tmp, "rb") as fh:
@@ -191,17 +191,22 @@ def _write_json_atomic(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
-def validate_repository(path: Path) -> Repository:
-    """Open `path` and check it end to end: counts, offsets, provenance ids. Raise on any fault."""
+def validate_repository(path: Path, docs: set[str] | None = None) -> Repository:
+    """Open `path` and check it end to end: counts, offsets, provenance ids. Raise on any fault.
+    With `docs` (a library's new documents), passages are checked against their sources only for
+    those documents: the others were checked when they came in, and their files are the same."""
     repo = Repository.open(path)
     passages = repo.passages
     expected = repo.manifest.get("stats", {}).get("passages")
     if expected is not None and expected != len(passages):
         raise RepositoryError(f"{path}: {len(passages)} passages stored, manifest says {expected}")
+    listed = [s["doc_id"] for s in repo.manifest.get("sources", [])]
+    if listed and set(listed) != {p.doc_id for p in passages}:
+        raise RepositoryError(f"{path}: the passages' documents are not the manifest's sources")
     for p in passages:
-        if repo.source_text(p.doc_id)[p.start : p.end] != p.text:
+        if (docs is None or p.doc_id in docs) and repo.source_text(p.doc_id)[p.start : p.end] != p.text:
             raise RepositoryError(f"{path}: passage {p.passage_id} does not match its source span")
-    for doc_id in {p.doc_id for p in passages}:
+    for doc_id in {p.doc_id for p in passages} if docs is None else docs:
         structure, length = repo.structure(doc_id), len(repo.source_text(doc_id))
         if any(not 0 <= x.start <= length for x in [*structure.pages, *structure.headings]):
             raise RepositoryError(f"{path}: the structure map of {doc_id} points outside its text")
@@ -241,6 +246,59 @@ def check_target(repo: Path) -> None:
         probe.rmdir()
     except OSError as exc:
         raise RepositoryError(f"{repo}: cannot write in {parent} ({exc.strerror or exc})") from None
+
+
+def link_tree(src: Path, dst: Path) -> None:
+    """`dst` as a copy of `src` made of hard links (a copy where linking fails): a new version
+    shares the previous one's unchanged files. Nothing is ever rewritten in place in a
+    repository (LanceDB adds files, the rest is written to a temporary name and renamed), so
+    changing the copy never changes the original."""
+    for here, _dirs, names in os.walk(src):
+        target = dst / Path(here).relative_to(src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            try:
+                os.link(Path(here) / name, target / name)
+            except OSError:
+                shutil.copy2(Path(here) / name, target / name)
+
+
+class WriterLock:
+    """One writer at a time per repository: an exclusive lock on `.<repo>.lock` beside it, held
+    by a build, an add or a remove from start to publish. A second writer waits (wait=True) or
+    fails at once with one line naming the holder. The kernel drops the lock when its holder
+    dies, so a killed writer never leaves the repository locked."""
+
+    def __init__(self, repo: Path, wait: bool = False):
+        repo = repo.resolve()
+        self.path = repo.parent / f".{repo.name}.lock"
+        self.repo = repo
+        self.wait = wait
+        self._fh = None
+
+    def __enter__(self) -> "WriterLock":
+        import fcntl
+
+        fh = open(self.path, "a+")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            fh.close()
+            raise RepositoryError(f"{self.repo}: another writer (pid {holder}) is changing this repository; "
+                                  "try again when it has finished (or pass --wait)") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing releases the lock
+            self._fh = None
 
 
 def staging_dir(repo: Path, pid: int | None = None) -> Path:

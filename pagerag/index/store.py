@@ -14,6 +14,7 @@ import numpy as np
 
 class TableStore(Protocol):
     def write(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None: ...
+    def append(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None: ...
     def read(self, name: str) -> list[dict[str, Any]]: ...
     def search(self, name: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]: ...
     def vectors(self, name: str) -> np.ndarray: ...
@@ -52,9 +53,20 @@ class LanceStore:
         self._db = lancedb.connect(str(self.path))
 
     def write(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None:
+        self._db.create_table(name, data=self._arrow(rows, vectors, 0), mode="overwrite")
+
+    def append(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None:
+        """Add rows after the table's last (`row` continues): a new LanceDB version whose files are
+        all new, so a hard-linked copy of the table (a library's previous version) is untouched."""
+        if not rows:
+            return
+        table = self._db.open_table(name)
+        table.add(self._arrow(rows, vectors, table.count_rows()))
+
+    def _arrow(self, rows: list[dict[str, Any]], vectors: np.ndarray | None, first: int):
         import pyarrow as pa
 
-        columns: dict[str, Any] = {"row": list(range(len(rows)))}
+        columns: dict[str, Any] = {"row": list(range(first, first + len(rows)))}
         keys = list(rows[0].keys()) if rows else []
         for key in keys:
             values = [r[key] for r in rows]
@@ -63,7 +75,7 @@ class LanceStore:
         if vectors is not None and len(rows):
             flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
             table = table.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1]))
-        self._db.create_table(name, data=table, mode="overwrite")
+        return table
 
     def read(self, name: str) -> list[dict[str, Any]]:
         table = self._db.open_table(name).to_arrow()
