@@ -129,6 +129,21 @@ class Repository:
         return dict(self.manifest.get("stats", {}))
 
 
+def document_list(manifest: dict[str, Any], passages: list[Passage] | None = None) -> list[dict[str, Any]]:
+    """The library's documents: id, title, file, format, words, passages, sha256, when added (a
+    repository built before libraries has no title or date: the file name and the build's date)."""
+    counts: dict[str, int] = {}
+    for p in passages or ():
+        counts[p.doc_id] = counts.get(p.doc_id, 0) + 1
+    out = []
+    for s in manifest.get("sources", []):
+        out.append({"doc_id": s["doc_id"], "title": s.get("title") or Path(s.get("path", "")).stem,
+                    "file": Path(s.get("path", "")).name, "format": s.get("format", "text"),
+                    "words": s.get("words"), "passages": s.get("passages", counts.get(s["doc_id"])),
+                    "sha256": s.get("sha256"), "added": s.get("added") or manifest.get("created")})
+    return out
+
+
 def read_manifest(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise RepositoryError(f"{path}: no repository here (run `pagerag build … --repo {path}` first)")
