@@ -203,6 +203,9 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
         store.append("passages", rows[first:], library.vectors[first:])
     else:
         store.write("passages", rows, library.vectors)
+    if settings.embed.ann_min_rows and len(rows) >= settings.embed.ann_min_rows:
+        manifest["ann"] = {"rows": len(rows), "index": "IVF_HNSW_SQ", "metric": "cosine",
+                           "action": store.index_vectors("passages")}
     for kind in GRAPH_KINDS:
         graph = graph_stage.graphs[kind]
         store.write(f"entities_{kind}", [asdict(e) for e in graph.entities], graph_stage.entity_vectors.get(kind))
