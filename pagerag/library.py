@@ -190,7 +190,7 @@ def stored_mentions(repo, doc_ids: list[str], passages: list[Passage], settings:
     out, missing = {}, []
     wanted = digest(settings.extract.model_dump(exclude={"n_process"}))
     for doc_id in doc_ids:
-        path = repo.path / EXTRACT_DIR / f"{doc_id}.json.gz"
+        path = repo.root / EXTRACT_DIR / f"{doc_id}.json.gz"
         try:
             with gzip.open(path, "rt", encoding="utf-8") as fh:
                 data = json.load(fh)

@@ -46,30 +46,36 @@ STORE_BACKEND = "lancedb"
 class Repository:
     """A published repository, opened read-only. Tables load lazily and are cached."""
 
-    def __init__(self, path: Path, manifest: dict[str, Any]):
-        self.path = path
+    def __init__(self, path: Path, manifest: dict[str, Any], pinned: "PinnedDirectory | None" = None):
+        self.path = path  # as the user named it (messages)
         self.manifest = manifest
+        self._pinned = pinned
+        # where every file is read: the directory as it was opened, even once a newer version
+        # has been swapped in at `path` (a reader sees one version, never a mix)
+        self.root = pinned.root if pinned is not None else path
 
     @classmethod
     def open(cls, path: str | Path) -> "Repository":
         path = Path(path)
-        manifest = read_manifest(path)
+        pinned = PinnedDirectory.of(path)
+        manifest = read_manifest(path, pinned.root if pinned else path)
         version = manifest.get("format_version")
         if not isinstance(version, int) or version > FORMAT_VERSION:
             raise RepositoryError(
                 f"{path}: repository format {version} was written by a newer pagerag "
                 f"(this one reads format {FORMAT_VERSION}); upgrade pagerag or rebuild"
             )
+        root = pinned.root if pinned else path
         for part in ("tables", "bm25", "sources"):
-            if not (path / part).is_dir():
+            if not (root / part).is_dir():
                 raise RepositoryError(f"{path}: repository is incomplete ('{part}/' is missing); rebuild it")
-        return cls(path, manifest)
+        return cls(path, manifest, pinned)
 
     @functools.cached_property
     def store(self):
         from .index.store import open_store
 
-        return open_store(self.manifest.get("store", STORE_BACKEND), self.path / "tables")
+        return open_store(self.manifest.get("store", STORE_BACKEND), self.root / "tables")
 
     @functools.cached_property
     def passages(self) -> list[Passage]:
@@ -91,7 +97,7 @@ class Repository:
     def bm25(self):
         from .index.lexical import BM25Index
 
-        return BM25Index.load(self.path / "bm25")
+        return BM25Index.load(self.root / "bm25")
 
     @functools.lru_cache(maxsize=2)
     def graph(self, kind: str = "governed") -> Graph:
@@ -111,13 +117,13 @@ class Repository:
 
     @functools.lru_cache(maxsize=8)
     def source_text(self, doc_id: str) -> str:
-        return (self.path / "sources" / f"{doc_id}.txt").read_text(encoding="utf-8")
+        return (self.root / "sources" / f"{doc_id}.txt").read_text(encoding="utf-8")
 
     @functools.lru_cache(maxsize=64)
     def structure(self, doc_id: str) -> Structure:
         """The document's structure map; an empty one (no pages, no sections) when the repository
         was built before there were any."""
-        path = self.path / "sources" / f"{doc_id}{STRUCTURE_SUFFIX}"
+        path = self.root / "sources" / f"{doc_id}{STRUCTURE_SUFFIX}"
         try:
             return Structure.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except FileNotFoundError:
@@ -144,12 +150,38 @@ def document_list(manifest: dict[str, Any], passages: list[Passage] | None = Non
     return out
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
+class PinnedDirectory:
+    """A repository directory held open (Linux): `root` (/proc/self/fd/N) reaches the version that
+    was opened even after a build, add or remove swaps a new one in at the same path. The
+    publisher keeps the version it replaced one publish longer (`.<repo>.previous`), so a reader
+    that opened it can finish."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.root = Path(f"/proc/self/fd/{fd}")
+
+    @classmethod
+    def of(cls, path: Path) -> "PinnedDirectory | None":
+        if not Path("/proc/self/fd").is_dir():
+            return None
+        try:
+            return cls(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
+        except OSError:
+            return None  # missing or not a directory: read_manifest names the problem
+
+    def __del__(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def read_manifest(path: Path, root: Path | None = None) -> dict[str, Any]:
     if not path.exists():
         raise RepositoryError(f"{path}: no repository here (run `pagerag build … --repo {path}` first)")
     if not path.is_dir():
         raise RepositoryError(f"{path}: is a file, not a repository directory")
-    manifest_path = path / MANIFEST
+    manifest_path = (root or path) / MANIFEST
     if not manifest_path.is_file():
         raise RepositoryError(f"{path}: not a PAGE-RAG repository (no {MANIFEST})")
     try:
@@ -352,7 +384,13 @@ def publish(staging: Path, repo: Path) -> None:
         os.rename(staging, repo)
         return
     _exchange(staging, repo)  # now `staging` holds the old repository
-    shutil.rmtree(staging, ignore_errors=True)
+    # kept one publish longer: a reader that opened it (PinnedDirectory) finishes on it
+    previous = repo.parent / f".{repo.name}.previous"
+    shutil.rmtree(previous, ignore_errors=True)
+    try:
+        os.rename(staging, previous)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 _RENAME_EXCHANGE = 2

@@ -149,6 +149,15 @@ class WindowTable:
 
         return {"model": self.model, "chars": WINDOW_CHARS, "per_document": True}
 
+    @property
+    def per_document(self) -> dict[str, int]:
+        """Windows per document id."""
+        out: dict[str, int] = {}
+        for pid, n in zip(self.passage_ids, self.counts):
+            doc_id = pid.rsplit(":", 1)[0]
+            out[doc_id] = out.get(doc_id, 0) + n
+        return out
+
     def write(self, repo_dir: Path) -> None:
         from .retrieve.windows import save_document_windows
 

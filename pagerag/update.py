@@ -26,6 +26,8 @@ from .progress import ProgressListener, StageProgress
 from .settings import Settings
 from .stages import StageCache, WindowJob, digest, run_timed
 
+CALIBRATION = "rcs_model.json"  # written into a repository by `pagerag calibrate`
+
 
 @dataclass
 class BuildReport:
@@ -178,10 +180,12 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
     for doc_id in kept:  # base documents: their files, linked
         for folder, name in (("sources", f"{doc_id}.txt"), ("sources", f"{doc_id}{STRUCTURE_SUFFIX}"),
                              (EXTRACT_DIR, f"{doc_id}.json.gz"), (WINDOWS_DIR, f"{doc_id}.npz")):
-            source = base.repo.path / folder / name
+            source = base.repo.root / folder / name
             if source.is_file():
                 _link(source, staging / folder / name)
-    if base is not None and not (base.repo.path / WINDOWS_DIR).is_dir():
+    if base is not None and (base.repo.root / CALIBRATION).is_file():  # `pagerag calibrate`'s gate stays
+        _link(base.repo.root / CALIBRATION, staging / CALIBRATION)
+    if base is not None and not (base.repo.root / WINDOWS_DIR).is_dir():
         _split_old_windows(base, staging, kept)
     for doc in library.docs.values():
         (staging / "sources" / f"{doc.doc_id}.txt").write_text(doc.text, encoding="utf-8")
@@ -194,9 +198,9 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
             with gzip.open(path, "wt", encoding="utf-8", compresslevel=5) as fh:
                 json.dump({"settings": wanted, **mentions_to_dict(mentions)}, fh, separators=(",", ":"))
     rows = [{k: v for k, v in asdict(p).items() if k not in PLACE_FIELDS} for p in library.passages]
-    appending = base is not None and not base.removed and (base.repo.path / "tables" / "passages.lance").is_dir()
+    appending = base is not None and not base.removed and (base.repo.root / "tables" / "passages.lance").is_dir()
     if appending:  # an add: the base's passage table, linked, plus the new rows
-        link_tree(base.repo.path / "tables" / "passages.lance", staging / "tables" / "passages.lance")
+        link_tree(base.repo.root / "tables" / "passages.lance", staging / "tables" / "passages.lance")
     store = open_store(STORE_BACKEND, staging / "tables")
     if appending:
         first = len(rows) - library.new_rows
@@ -233,7 +237,7 @@ def _split_old_windows(base: Base, staging: Path, kept: list[str]) -> None:
 
     from .retrieve.windows import WINDOWS_FILE, save_document_windows
 
-    path = base.repo.path / WINDOWS_FILE
+    path = base.repo.root / WINDOWS_FILE
     if not path.is_file():
         return
     with np.load(path) as data:
@@ -291,8 +295,11 @@ def make_manifest(base: Base | None, library: Library, stage, settings: Settings
     made = (base.repo.manifest.get("windows") if base is not None else None)
     if windows is not None:
         made = windows.info()
-    elif made and not made.get("per_document"):
-        made = {**made, "per_document": True}  # the old windows.npz was split per document
+        for source in library.sources:
+            if source["doc_id"] in windows.per_document:
+                source["windows"] = windows.per_document[source["doc_id"]]
+    if made:  # (an old windows.npz is split per document)
+        made = {**made, "per_document": True, "count": sum(int(s.get("windows", 0)) for s in library.sources)}
     manifest = {
         "format_version": FORMAT_VERSION, "store": STORE_BACKEND,
         "pagerag_version": __version__,

@@ -59,9 +59,11 @@ class RepoState:
     importing LanceDB and rebuilding the networkx graphs, which is most of a cold start.
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any]):
+    def __init__(self, path: Path, manifest: dict[str, Any], repo=None):
         self.path = path
         self.manifest = manifest
+        if repo is not None:
+            self.repo = repo  # opened (and pinned) with the manifest: one version throughout
         self._lock = threading.RLock()  # memo() may build a value that needs view()
         self._sources: dict[str, str] = {}
         self._memo: dict[Any, Any] = {}
@@ -117,6 +119,11 @@ class RepoState:
 
         return Repository.open(self.path)
 
+    @property
+    def root(self) -> Path:
+        """Where this version's files are read (see repository.PinnedDirectory)."""
+        return self.repo.root
+
     @functools.cached_property
     def bm25(self):
         try:
@@ -136,7 +143,7 @@ class RepoState:
         from ..repository import MANIFEST
 
         try:
-            stamp = (self.path / MANIFEST).stat().st_mtime_ns
+            stamp = (self.root / MANIFEST).stat().st_mtime_ns
         except OSError:
             stamp = 0
         created = str(self.manifest.get("created", ""))
@@ -333,21 +340,15 @@ _STATES_LOCK = threading.Lock()
 
 def get_state(path: str | Path) -> RepoState:
     """The cached state of the repository at `path` (reloaded when its manifest changes)."""
-    from ..repository import FORMAT_VERSION, MANIFEST, read_manifest
+    from ..repository import MANIFEST
+
+    from ..repository import Repository
 
     path = Path(path)
-    manifest = read_manifest(path)  # a one-line RepositoryError for a missing or foreign directory
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        from ..repository import Repository
-
-        Repository.open(path)  # raises its own clear message about the format
-    for part in ("tables", "bm25", "sources"):
-        if not (path / part).is_dir():
-            raise RepositoryError(f"{path}: repository is incomplete ('{part}/' is missing); rebuild it")
+    repo = Repository.open(path)  # one-line errors: missing, foreign, newer format, incomplete
     resolved = path.resolve()
     try:
-        stamp = (resolved / MANIFEST).stat().st_mtime
+        stamp = (repo.root / MANIFEST).stat().st_mtime
     except OSError:
         stamp = 0.0
     key = (str(resolved), stamp)
@@ -356,7 +357,7 @@ def get_state(path: str | Path) -> RepoState:
         if state is None:
             for old in [k for k in _STATES if k[0] == key[0]]:
                 del _STATES[old]  # a rebuilt repository replaces its old state
-            state = _STATES[key] = RepoState(resolved, manifest)
+            state = _STATES[key] = RepoState(resolved, repo.manifest, repo)
         return state
 
 

@@ -52,7 +52,7 @@ class WindowIndex:
         """The repository's own window vectors (embedded by the build), when they were made by
         this model and cut to this size; else None (the cache dir's file is used)."""
         made = self.state.manifest.get("windows") or {}
-        path = self.state.path / (WINDOWS_DIR if made.get("per_document") else WINDOWS_FILE)
+        path = self.state.root / (WINDOWS_DIR if made.get("per_document") else WINDOWS_FILE)
         if made.get("model") == self.model and made.get("chars") == WINDOW_CHARS and path.exists():
             return path
         return None
