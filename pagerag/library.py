@@ -46,6 +46,7 @@ class DocumentParts:
     passages: list[Passage]
     vectors: np.ndarray
     mentions: Any = None  # graph.extract_nlp accumulator (None with the LLM extractor)
+    windows: Any = None  # stages.WindowTable when the executor embedded them (ray); else the driver does
 
 
 @dataclass

@@ -115,11 +115,12 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
                 bm25 = run_timed(timings, "index", lambda: BM25Index.build([p.text for p in library.passages]))
                 advance(1)
             new_passages = library.passages[len(library.passages) - library.new_rows:]
+            made = merge_windows([p.windows for p in parts]) if parts and all(p.windows is not None for p in parts) else None
             windows = WindowJob(new_passages, source_texts(base, library), settings, cache, progress) \
-                if settings.embed.windows and new_passages else None
+                if settings.embed.windows and new_passages and made is None else None
             try:
                 graph_stage = graph_stages(library, base, settings, cache, progress, timings, llm)
-                table = None
+                table = made
                 if windows is not None:
                     t0 = time.perf_counter()
                     table = windows.result()
@@ -142,6 +143,16 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
         shutil.rmtree(staging, ignore_errors=True)
     return BuildReport(repo=repo, manifest=manifest, resumed_stages=sorted(set(cache.hits)),
                        added=sorted(library.docs), removed=base.removed if base else [])
+
+
+def merge_windows(tables):
+    """One WindowTable of several documents' (the distributed executor embeds them per document)."""
+    import numpy as np
+
+    from .stages import WindowTable
+
+    return WindowTable([i for t in tables for i in t.passage_ids], [n for t in tables for n in t.counts],
+                       [s for t in tables for s in t.spans], np.concatenate([t.vectors for t in tables]), tables[0].model)
 
 
 def extraction_llm(settings: Settings):

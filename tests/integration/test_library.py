@@ -25,16 +25,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def parts(carol_excerpt: Path, tmp_path_factory) -> dict[str, Path]:
-    """Three documents cut from the Carol excerpt at paragraph breaks (a.txt, b.txt, c.txt)."""
-    text = carol_excerpt.read_text(encoding="utf-8-sig")
-    folder = tmp_path_factory.mktemp("parts")
-    cuts = [0] + [text.find("\n\n", n) for n in (20_000, 40_000)] + [len(text)]
-    out = {}
-    for name, lo, hi in zip("abc", cuts, cuts[1:]):
-        out[name] = folder / f"{name}.txt"
-        out[name].write_text(text[lo:hi].strip() + "\n", encoding="utf-8")
-    return out
+def parts(carol_parts) -> dict[str, Path]:
+    return carol_parts
 
 
 @pytest.fixture(scope="module")
