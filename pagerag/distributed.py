@@ -25,7 +25,7 @@ from .errors import ConfigError
 
 
 def ray_text_stages(docs, settings, progress, timings, with_mentions: bool, address: str | None = None):
-    from .library import DocumentParts
+    from .stages import DocumentParts
 
     ray = _ray(address)
     _quiet_data()

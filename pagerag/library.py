@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,22 +30,10 @@ import numpy as np
 from .errors import InputError
 from .records import Graph, Passage, SourceDoc
 from .settings import Settings
-from .stages import (EMBED_BLOCK, MemoEmbedder, StageCache, WindowJob, WindowTable, digest, embed_name_vectors,
-                     run_timed)
+from .stages import EMBED_BLOCK, DocumentParts, MemoEmbedder, StageCache, digest, embed_name_vectors, run_timed
 
 EXTRACT_DIR = "extract"
 WINDOWS_DIR = "windows"
-
-
-@dataclass
-class DocumentParts:
-    """What the text stages make of one document."""
-
-    doc: SourceDoc
-    passages: list[Passage]
-    vectors: np.ndarray
-    mentions: Any = None  # graph.extract_nlp accumulator (None with the LLM extractor)
-    windows: Any = None  # stages.WindowTable when the executor embedded them (ray); else the driver does
 
 
 @dataclass

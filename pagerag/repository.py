@@ -56,7 +56,9 @@ class Repository:
 
     @classmethod
     def open(cls, path: str | Path) -> "Repository":
-        path = Path(path)
+        from .objectstore import local_version
+
+        path = local_version(path)  # a repository on object storage: its latest version, materialised
         pinned = PinnedDirectory.of(path)
         manifest = read_manifest(path, pinned.root if pinned else path)
         version = manifest.get("format_version")

@@ -20,6 +20,17 @@ EMBED_BLOCK = 256  # passages per cached block: a killed build loses at most one
 
 
 @dataclass
+class DocumentParts:
+    """What the text stages make of one document."""
+
+    doc: Any  # records.SourceDoc
+    passages: list
+    vectors: np.ndarray
+    mentions: Any = None  # graph.extract_nlp accumulator (None with the LLM extractor)
+    windows: Any = None  # WindowTable when the executor embedded them (ray); else the driver does
+
+
+@dataclass
 class GraphStage:
     """What the graph stages produce: raw and governed graphs, entity-name vectors per graph,
     the extraction's LLM tokens, and governance's own report."""

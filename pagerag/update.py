@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
-from .errors import ConfigError, InputError, RepositoryError
+from .errors import ConfigError, InputError
 from .library import EXTRACT_DIR, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, source_texts, text_stages
 from .progress import ProgressListener, StageProgress
 from .settings import Settings
@@ -51,9 +51,22 @@ def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = ()
            wait: bool = False, executor: str = "local", ray_address: str | None = None) -> BuildReport:
     """`fresh`: a build (the repository becomes exactly `paths`); else an add of `paths` and a
     removal of the document ids `remove` from the published library at `repo`."""
+    from .objectstore import ObjectRepository, remote_uri
     from .repository import WriterLock, check_target, clean_stale_staging
     from .text.load import load_sources
 
+    uri = remote_uri(repo)
+    if uri is not None:  # object storage: change a local copy of the latest version, then publish it there
+        remote = ObjectRepository(uri)
+        work, version, etag, files = remote.work_copy() if not fresh else (*remote.work_copy_empty(), {})
+        report = update(work, settings, paths=paths, remove=remove, fresh=fresh, show_progress=show_progress,
+                        on_progress=on_progress, root=root, password=password, on_note=on_note, wait=wait,
+                        executor=executor, ray_address=ray_address)
+        if not report.unchanged:
+            report.manifest["library"]["published"] = remote.publish(work, version, etag, files)
+            write_query_snapshot(Path(uri), settings)
+        report.repo = Path(uri)
+        return report
     repo = Path(repo)
     check_target(repo)
     if executor not in ("local", "ray"):

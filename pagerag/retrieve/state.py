@@ -342,9 +342,10 @@ def get_state(path: str | Path) -> RepoState:
     """The cached state of the repository at `path` (reloaded when its manifest changes)."""
     from ..repository import MANIFEST
 
+    from ..objectstore import local_version
     from ..repository import Repository
 
-    path = Path(path)
+    path = local_version(path)  # object storage: the latest version, materialised once
     repo = Repository.open(path)  # one-line errors: missing, foreign, newer format, incomplete
     resolved = path.resolve()
     try:
