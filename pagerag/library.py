@@ -241,19 +241,21 @@ def graph_stages(library: Library, base: Base | None, settings: Settings, cache:
     previous: dict[str, dict[str, tuple[str, str]]] = {}
     if base is not None:
         _seed_names(embedder, base.repo)
-        previous = {kind: summaries_by_content(base.repo.graph(kind)) for kind in ("raw", "governed")}
+        previous = previous_summaries(base.repo)
     with progress.stage("govern", 1) as advance:
         governed, governance = run_timed(timings, "govern", lambda: govern_with_report(raw, passages, settings.govern, embed=embedder.encode))
         advance(1)
     graphs = {"raw": raw, "governed": governed}
     reused = 0
+    summary_keys: dict[str, list[str]] = {}
     with progress.stage("communities", 2) as advance:
         t0 = time.perf_counter()
         for kind, graph in graphs.items():
             communities = detect_communities(graph, settings.community)
             old = previous.get(kind, {})
-            keys = [digest(k) for k in summary_inputs(graph, communities)] if old else []
-            fresh = [c for c, k in zip(communities, keys) if k not in old] if old else communities
+            keys = [digest(k) for k in summary_inputs(graph, communities)]
+            summary_keys[kind] = keys
+            fresh = [c for c, k in zip(communities, keys) if k not in old]
             done = {c.community_id: c for c in summarise_communities(graph, fresh, passages, settings.community, embed=embedder.encode)}
             out = []
             for i, c in enumerate(communities):
@@ -269,7 +271,9 @@ def graph_stages(library: Library, base: Base | None, settings: Settings, cache:
         timings["communities"] = round(time.perf_counter() - t0, 3)
     governance["summaries_reused"] = reused
     entity_vectors = run_timed(timings, "entity_vectors", lambda: embed_name_vectors(graphs, embedder))
-    return GraphStage(graphs, entity_vectors, tokens, governance)
+    stage = GraphStage(graphs, entity_vectors, tokens, governance)
+    stage.summary_keys = summary_keys
+    return stage
 
 
 def _llm_graph(passages, settings: Settings, cache: StageCache, progress, timings, llm):
@@ -287,14 +291,33 @@ def _llm_graph(passages, settings: Settings, cache: StageCache, progress, timing
 
 
 def _seed_names(embedder: MemoEmbedder, repo) -> None:
-    """Names the base already embedded are not embedded again."""
+    """Names the base already embedded are not embedded again (read from its entity tables
+    alone: the base's relations are never loaded)."""
     for kind in ("raw", "governed"):
         try:
-            graph, vectors = repo.graph(kind), repo.entity_vectors(kind)
+            names = [row["name"] for row in repo.store.read(f"entities_{kind}")]
+            vectors = repo.store.vectors(f"entities_{kind}") if names else None
         except Exception:  # a base without name vectors: embed them again
             continue
-        if vectors.shape[0] == len(graph.entities):
-            embedder.remember([e.name for e in graph.entities], vectors)
+        if vectors is not None and vectors.shape[0] == len(names):
+            embedder.remember(names, vectors)
+
+
+SUMMARY_KEYS = "community_keys.json"  # per graph kind, the content key of each community, in table order
+
+
+def previous_summaries(repo) -> dict[str, dict[str, tuple[str, str]]]:
+    """The base's community (title, summary) by content key: from its community tables and key
+    file; a base without the file (built before it) has its keys computed from its graphs."""
+    try:
+        keys = json.loads((repo.root / SUMMARY_KEYS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {kind: summaries_by_content(repo.graph(kind)) for kind in ("raw", "governed")}
+    out = {}
+    for kind in ("raw", "governed"):
+        rows = repo.store.read(f"communities_{kind}")
+        out[kind] = {k: (r["title"], r["summary"]) for k, r in zip(keys.get(kind, []), rows)}
+    return out
 
 
 def summaries_by_content(graph: Graph) -> dict[str, tuple[str, str]]:

@@ -7,7 +7,7 @@ import hashlib
 import json
 import pickle
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +39,7 @@ class GraphStage:
     entity_vectors: dict[str, np.ndarray]
     tokens: dict[str, int]
     governance: dict[str, Any]
+    summary_keys: dict[str, list[str]] = field(default_factory=dict)  # per kind, each community's content key
 
 
 class StageCache:

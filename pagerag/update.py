@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .errors import ConfigError, InputError
-from .library import EXTRACT_DIR, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, source_texts, text_stages
+from .library import EXTRACT_DIR, SUMMARY_KEYS, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, source_texts, text_stages
 from .progress import ProgressListener, StageProgress
 from .settings import Settings
 from .stages import StageCache, WindowJob, digest, run_timed
@@ -239,6 +239,7 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
         store.write(f"entities_{kind}", [asdict(e) for e in graph.entities], graph_stage.entity_vectors.get(kind))
         store.write(f"relations_{kind}", [asdict(r) for r in graph.relations])
         store.write(f"communities_{kind}", [asdict(c) for c in graph.communities])
+    write_json_atomic(staging / SUMMARY_KEYS, graph_stage.summary_keys)
     (staging / "bm25").mkdir(exist_ok=True)
     bm25.save(staging / "bm25")
     if windows is not None:

@@ -313,16 +313,19 @@ def mentions_to_dict(acc: "_Accumulator") -> dict[str, Any]:
 
 
 def mentions_from_dict(data: dict[str, Any]) -> "_Accumulator":
-    keys = [tuple(k) for k in data["keys"]]
+    """A stored part (passage ids and names interned: a library holds every document's parts)."""
+    from sys import intern
+
+    keys = [(intern(k[0]), intern(k[1])) for k in data["keys"]]
     acc = _Accumulator()
     for key, n, pids in zip(keys, data["mentions"], data["passages"]):
         if n:
             acc.mentions[key] = n
         if pids:
-            acc.passages[key].update(pids)
+            acc.passages[key].update(intern(p) for p in pids)
     for pids, start, end, ks, triples in data["sentences"]:
-        acc.sentences.append(_Sentence(list(pids), start, end, [keys[k] for k in ks],
-                                       [(keys[a], label, keys[b]) for a, label, b in triples]))
+        acc.sentences.append(_Sentence([intern(p) for p in pids], start, end, [keys[k] for k in ks],
+                                       [(keys[a], intern(label), keys[b]) for a, label, b in triples]))
     return acc
 
 
