@@ -10,6 +10,7 @@ directory, which the next writer removes.
 """
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import platform
@@ -125,7 +126,9 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
             if not library.passages:
                 raise InputError(f"{repo}: that would leave the library without documents (remove the directory instead)")
             with progress.stage("index", 1) as advance:
-                bm25 = run_timed(timings, "index", lambda: BM25Index.build([p.text for p in library.passages]))
+                t_index = time.perf_counter()
+                bm25 = BM25Index.build([p.text for p in library.passages])
+                timings["index"] = round(time.perf_counter() - t_index, 3)
                 advance(1)
             new_passages = library.passages[len(library.passages) - library.new_rows:]
             made = merge_windows([p.windows for p in parts]) if parts and all(p.windows is not None for p in parts) else None
@@ -146,8 +149,11 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
             with progress.stage("publish", 3) as advance:
                 manifest = make_manifest(base, library, graph_stage, settings, timings, started, llm, table)
                 write_version(staging, base, library, bm25, graph_stage, table, manifest, settings)
+                added, new_docs = sorted(library.docs), None if base is None else set(library.docs)
+                del library, graph_stage, bm25, table, parts  # written: validation reads them back from disk
+                gc.collect()
                 advance(1)
-                validate_repository(staging, docs=None if base is None else set(library.docs))
+                validate_repository(staging, docs=new_docs)
                 advance(1)
                 publish(staging, repo)
                 advance(1)
@@ -155,7 +161,7 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return BuildReport(repo=repo, manifest=manifest, resumed_stages=sorted(set(cache.hits)),
-                       added=sorted(library.docs), removed=base.removed if base else [])
+                       added=added, removed=base.removed if base else [])
 
 
 def merge_windows(tables):
@@ -189,8 +195,6 @@ def extraction_llm(settings: Settings):
 
 def write_version(staging: Path, base: Base | None, library: Library, bm25, graph_stage, windows, manifest, settings) -> None:
     """The next version in `staging`: the base's unchanged files hard-linked, the rest written."""
-    from dataclasses import asdict
-
     from .graph.extract_nlp import mentions_to_dict
     from .index.store import open_store
     from .records import PLACE_FIELDS
@@ -221,7 +225,7 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
         if doc_id in library.docs or not path.exists():
             with gzip.open(path, "wt", encoding="utf-8", compresslevel=5) as fh:
                 json.dump({"settings": wanted, **mentions_to_dict(mentions)}, fh, separators=(",", ":"))
-    rows = [{k: v for k, v in asdict(p).items() if k not in PLACE_FIELDS} for p in library.passages]
+    rows = shallow_rows(library.passages, leave=PLACE_FIELDS)
     appending = base is not None and not base.removed and (base.repo.root / "tables" / "passages.lance").is_dir()
     if appending:  # an add: the base's passage table, linked, plus the new rows
         link_tree(base.repo.root / "tables" / "passages.lance", staging / "tables" / "passages.lance")
@@ -236,15 +240,26 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
                            "action": store.index_vectors("passages")}
     for kind in GRAPH_KINDS:
         graph = graph_stage.graphs[kind]
-        store.write(f"entities_{kind}", [asdict(e) for e in graph.entities], graph_stage.entity_vectors.get(kind))
-        store.write(f"relations_{kind}", [asdict(r) for r in graph.relations])
-        store.write(f"communities_{kind}", [asdict(c) for c in graph.communities])
+        store.write(f"entities_{kind}", shallow_rows(graph.entities), graph_stage.entity_vectors.get(kind))
+        store.write(f"relations_{kind}", shallow_rows(graph.relations))
+        store.write(f"communities_{kind}", shallow_rows(graph.communities))
     write_json_atomic(staging / SUMMARY_KEYS, graph_stage.summary_keys)
     (staging / "bm25").mkdir(exist_ok=True)
     bm25.save(staging / "bm25")
     if windows is not None:
         windows.write(staging)
     write_json_atomic(staging / MANIFEST, manifest)  # last: a staging dir without it is incomplete
+
+
+def shallow_rows(records, leave=()) -> list[dict[str, Any]]:
+    """Records as table rows sharing their lists (dataclasses.asdict would copy every list: on a
+    library's raw graph that is hundreds of MB for nothing)."""
+    from dataclasses import fields
+
+    if not records:
+        return []
+    names = [f.name for f in fields(records[0]) if f.name not in leave]
+    return [{name: getattr(r, name) for name in names} for r in records]
 
 
 def _link(source: Path, target: Path) -> None:
