@@ -210,3 +210,24 @@ def test_a_repository_built_before_libraries_grows_like_one(libraries, parts, se
     for kind in ("governed", "raw"):
         assert graph_of(grown, kind) == graph_of(whole, kind), kind
     assert (old / "windows" / "a.npz").is_file() and (old / "windows" / "b.npz").is_file()
+
+
+def test_past_ann_min_rows_dense_search_goes_through_an_ann_index(parts, tmp_path):
+    from pagerag.api import PageRAG
+    from pagerag.build import add_documents, build_repository
+    from pagerag.retrieve.operators import use_lancedb
+
+    settings = load_settings(environ={}, sets=["embed.ann_min_rows=20"])
+    repo = tmp_path / "ann.rag"
+    build_repository([parts["a"]], repo, settings, show_progress=False)
+    assert json.loads((repo / "manifest.json").read_text())["ann"]["action"] == "created"
+    add_documents([parts["b"]], repo, settings, show_progress=False)
+    manifest = json.loads((repo / "manifest.json").read_text())
+    assert manifest["ann"]["action"] == "updated" and manifest["ann"]["rows"] == manifest["stats"]["passages"]
+    opened = Repository.open(repo)
+    vectors = opened.passage_vectors
+    for row in (0, len(vectors) // 2, len(vectors) - 1):  # the new rows are in the index too
+        assert opened.store.search("passages", vectors[row], 1)[0][0] == row
+    rag = PageRAG(repo, settings=settings)
+    assert use_lancedb(rag.state, settings.retrieve.dense_search)
+    assert rag.retrieve("Who is Marley?").evidence
