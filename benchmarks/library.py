@@ -4,6 +4,7 @@
     nice -n 19 python benchmarks/library.py --work /tmp/libbench-ray --executor ray
     python benchmarks/library.py --work DIR --cold-command ask              # once `pagerag ask` works again
     python benchmarks/library.py --work DIR --report                        # print the table of a run again
+    python benchmarks/library.py --work DIR --project RAY_DIR                # a 1,000-book library on 32 cores
 
 Books: the 20 GraphRAG-Bench novels and the 6 others in books/; the first step builds one book
 (Novel-44557, a test book), each later step runs `pagerag add` on the next few. Per step:
@@ -172,11 +173,23 @@ def main() -> None:
     ap.add_argument("--ann-min-rows", type=int, default=None, help="embed.ann_min_rows for the adds (default: the setting's).")
     ap.add_argument("--steps", default=",".join(map(str, STEPS)), help="Books added per step.")
     ap.add_argument("--report", action="store_true", help="Only print the table of <work>/library.jsonl.")
+    ap.add_argument("--project", type=Path, default=None, help="Project a 1,000-book library on a 32-core cluster from "
+                    "this local run (<work>) and a Ray run's directory (its per-task stage seconds).")
+    ap.add_argument("--books", type=int, default=1000)
+    ap.add_argument("--words-per-book", type=int, default=100_000)
+    ap.add_argument("--cores", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=50, help="Books per add in the projection.")
+    ap.add_argument("--price", type=float, default=1.36, help="USD per hour of a 32-vCPU machine (on-demand, "
+                    "e.g. a c6i.8xlarge in us-east-1 at the time of writing); the cluster is charged while the driver works.")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     log = args.work / "library.jsonl"
     if args.report:
         print_table([json.loads(l) for l in log.read_text().splitlines()])
+        return
+    if args.project:
+        project([json.loads(l) for l in log.read_text().splitlines()],
+                [json.loads(l) for l in (args.project / "library.jsonl").read_text().splitlines()], args)
         return
     repo = args.work / "library.rag"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
@@ -225,6 +238,40 @@ def main() -> None:
             fh.write(json.dumps(row) + "\n")
         print(f"step {step}: {position} books, {row['seconds']}s, load {row['load']:.2f}", flush=True)
     print_table([json.loads(l) for l in log.read_text().splitlines()])
+
+
+DRIVER_STAGES = ("index", "raw_graph", "govern", "communities", "entity_vectors")
+
+
+def project(local: list[dict], ray_rows: list[dict], args) -> None:
+    """Text stages: CPU-seconds per 100k words, summed over the Ray tasks (process time, so the
+    other jobs on this machine count less than in wall time), spread over the cluster's cores at
+    80% efficiency. Driver stages (graph, BM25): per add, a least-squares line in the library's
+    size through the local run's steps. Peak RSS likewise."""
+    import numpy as np
+
+    task = sum(v for r in ray_rows for k, v in r["stage_seconds"].items() if k.startswith("ray_") and k.endswith("_task_s"))
+    per_100k = task / sum(r["step_words"] for r in ray_rows) * 1e5
+    stages = {k: sum(r["stage_seconds"].get(f"ray_{k}_task_s", 0) for r in ray_rows) / sum(r["step_words"] for r in ray_rows) * 1e5
+              for k in ("chunk", "embed", "windows", "extract")}
+    x = np.array([r["words"] for r in local], float)
+    driver = np.array([sum(r["stage_seconds"].get(k, 0) for k in DRIVER_STAGES) for r in local])
+    rss = np.array([r["peak_rss_mb"] for r in local])
+    a, b = np.polyfit(x, driver, 1)
+    ra, rb = np.polyfit(x, rss, 1)
+    total_words = args.books * args.words_per_book
+    step = args.batch * args.words_per_book
+    text_h = per_100k * total_words / 1e5 / (args.cores * 0.8) / 3600
+    driver_h = sum(a * w + b for w in range(step, total_words + 1, step)) / 3600
+    print(f"text stages: {per_100k:.1f} CPU-s per 100k words (" + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()) +
+          f"), measured over {len(ray_rows)} Ray steps")
+    print(f"driver stages per add: {a * 1e5:.2f} s per 100k words of library + {b:.1f} s (fit over {len(local)} local steps)")
+    print(f"peak RSS: {ra * 1e5:.1f} MB per 100k words of library + {rb:.0f} MB")
+    print(f"{args.books} books x {args.words_per_book:,} words, adds of {args.batch} books, {args.cores} cores:")
+    print(f"  text stages {text_h:.1f} h, driver stages {driver_h:.1f} h (the last add's {((a * total_words + b) / 3600):.2f} h), "
+          f"total {text_h + driver_h:.1f} h, about ${(text_h + driver_h) * args.price:.0f} at ${args.price}/h")
+    print(f"  one build of all of it: text {text_h:.1f} h + driver {(a * total_words + b) / 3600:.1f} h; "
+          f"driver peak RSS about {(ra * total_words + rb) / 1000:.0f} GB")
 
 
 def _per_book(rows: list[dict]) -> dict[str, float]:

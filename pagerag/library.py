@@ -139,6 +139,7 @@ class Library:
     vectors: np.ndarray
     mentions: dict[str, Any]
     new_rows: int  # passages at the end of the table that are new
+    unsaved: set[str] = field(default_factory=set)  # documents whose mention part is not on disk yet
 
 
 def assemble(base: Base | None, parts: list[DocumentParts], settings: Settings, llm=None) -> Library:
@@ -146,6 +147,7 @@ def assemble(base: Base | None, parts: list[DocumentParts], settings: Settings, 
     passages: list[Passage] = []
     vectors: list[np.ndarray] = []
     mentions: dict[str, Any] = {}
+    unsaved: set[str] = set()
     sources: list[dict[str, Any]] = []
     if base is not None:
         kept = {s["doc_id"] for s in base.keep}
@@ -157,7 +159,7 @@ def assemble(base: Base | None, parts: list[DocumentParts], settings: Settings, 
             vectors.append(matrix if len(rows) == len(all_passages) else matrix[rows])
         sources = [dict(s) for s in base.keep]
         if llm is None:
-            mentions = stored_mentions(base.repo, [s["doc_id"] for s in base.keep], passages, settings)
+            mentions, unsaved = stored_mentions(base.repo, [s["doc_id"] for s in base.keep], passages, settings)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for part in parts:
         passages.extend(part.passages)
@@ -167,10 +169,10 @@ def assemble(base: Base | None, parts: list[DocumentParts], settings: Settings, 
         sources.append(source_record(part.doc, len(part.passages), now))
     matrix = np.concatenate(vectors) if vectors else np.zeros((0, 384), np.float32)
     return Library(sources, {p.doc.doc_id: p.doc for p in parts}, passages, matrix, mentions,
-                   sum(len(p.passages) for p in parts))
+                   sum(len(p.passages) for p in parts), unsaved | {p.doc.doc_id for p in parts})
 
 
-def stored_mentions(repo, doc_ids: list[str], passages: list[Passage], settings: Settings) -> dict[str, Any]:
+def stored_mentions(repo, doc_ids: list[str], passages: list[Passage], settings: Settings) -> tuple[dict[str, Any], set[str]]:
     """The mention parts of a base's documents; a repository built before there were any (or with
     other extraction settings) has them read again from its passages, once."""
     from .graph.extract_nlp import collect_mentions, mentions_from_dict
@@ -190,7 +192,7 @@ def stored_mentions(repo, doc_ids: list[str], passages: list[Passage], settings:
     if missing:
         again = set(missing)
         out.update(collect_mentions([p for p in passages if p.doc_id in again], settings.extract))
-    return out
+    return out, set(missing)
 
 
 def source_record(doc: SourceDoc, n_passages: int, added: str) -> dict[str, Any]:
@@ -235,6 +237,8 @@ def graph_stages(library: Library, base: Base | None, settings: Settings, cache:
     tokens = {"prompt": 0, "completion": 0}
     if llm is None:
         raw = run_timed(timings, "raw_graph", lambda: build_raw_graph(merge_mentions(library.mentions), passages, settings.extract))
+        # the parts already on disk are not needed again: a library's sentences are the largest thing it holds
+        library.mentions = {d: m for d, m in library.mentions.items() if d in library.unsaved}
     else:
         raw, tokens = _llm_graph(passages, settings, cache, progress, timings, llm)
     embedder = MemoEmbedder(get_encoder(settings.embed))

@@ -220,9 +220,9 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
         (staging / "sources" / f"{doc.doc_id}{STRUCTURE_SUFFIX}").write_text(
             json.dumps(doc.structure.to_dict(), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
     wanted = digest(settings.extract.model_dump(exclude={"n_process"}))
-    for doc_id, mentions in library.mentions.items():
+    for doc_id, mentions in library.mentions.items():  # (only the unsaved ones are left)
         path = staging / EXTRACT_DIR / f"{doc_id}.json.gz"
-        if doc_id in library.docs or not path.exists():
+        if doc_id in library.unsaved or not path.exists():
             with gzip.open(path, "wt", encoding="utf-8", compresslevel=5) as fh:
                 json.dump({"settings": wanted, **mentions_to_dict(mentions)}, fh, separators=(",", ":"))
     rows = shallow_rows(library.passages, leave=PLACE_FIELDS)

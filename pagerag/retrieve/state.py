@@ -215,7 +215,7 @@ class RepoState:
         if view._community_vectors is None:
             view._community_vectors = _cached_vectors(
                 f"{self.data_key}-communities-{view.kind}", [f"{c.title}. {c.summary}" for c in view.graph.communities], embed,
-                self.vectors.shape[1])
+                self.vectors.shape[1], reuse=f"{_path_key(self.path)}-communities-{view.kind}")
         return view._community_vectors
 
 
@@ -308,8 +308,14 @@ def _write_pickle(path: Path, value: Any) -> None:
     tmp.replace(path)
 
 
-def _cached_vectors(name: str, texts: list[str], embed, dim: int = 0) -> np.ndarray:
-    """Embed `texts` once; keep the matrix under the pagerag cache dir (a pure function of texts)."""
+def _path_key(path: Path) -> str:
+    return hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+
+
+def _cached_vectors(name: str, texts: list[str], embed, dim: int = 0, reuse: str | None = None) -> np.ndarray:
+    """Embed `texts` once; keep the matrix under the pagerag cache dir (a pure function of texts).
+    With `reuse` (a name that outlives versions: a library's path), texts embedded for an earlier
+    version are not embedded again: a library's add changes few community summaries."""
     from ..offline import cache_root
 
     digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
@@ -321,11 +327,36 @@ def _cached_vectors(name: str, texts: list[str], embed, dim: int = 0) -> np.ndar
                 return vectors
         except (OSError, ValueError):
             pass
-    vectors = embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
+    if reuse is None or not texts:
+        vectors = embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
+    else:
+        vectors = _embed_reusing(cache_root() / "retrieve" / f"{reuse}-by-text.npz", texts, embed)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{id(texts)}.npy")
     np.save(tmp, vectors)
     tmp.replace(path)
+    return vectors
+
+
+def _embed_reusing(store: Path, texts: list[str], embed) -> np.ndarray:
+    """Vectors of `texts`, taking those of texts already in `store` (by hash) and embedding the
+    rest; `store` then holds exactly these texts' vectors."""
+    keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+    known: dict[str, np.ndarray] = {}
+    try:
+        with np.load(store) as data:
+            known = dict(zip(data["keys"].tolist(), data["vectors"]))
+    except (OSError, ValueError, KeyError):
+        pass
+    missing = sorted({k: t for k, t in zip(keys, texts) if k not in known}.items())
+    if missing:
+        for (k, _), v in zip(missing, embed([t for _, t in missing])):
+            known[k] = v
+    vectors = np.stack([known[k] for k in keys]).astype(np.float32)
+    store.parent.mkdir(parents=True, exist_ok=True)
+    tmp = store.with_suffix(f".tmp{id(texts)}.npz")
+    np.savez(tmp, keys=np.asarray(keys), vectors=vectors)
+    tmp.replace(store)
     return vectors
 
 
