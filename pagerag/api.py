@@ -59,15 +59,17 @@ class PageRAG:
 
         forget_state(self.state.path)
 
-    def retrieve(self, question: str, budget: int | None = None, exclude: set[str] | None = None):
+    def retrieve(self, question: str, budget: int | None = None, exclude: set[str] | None = None,
+                 docs: list[str] | None = None):
         """The evidence for `question` (a pagerag.records.Retrieval), without deciding. The LLM is
         loaded only when the pipeline routes with it (`retrieve.router = llm`). `exclude`: passage
-        ids no operator may return (how the training corpus hides a question's evidence)."""
+        ids no operator may return (how the training corpus hides a question's evidence); `docs`:
+        document ids of the library the question is limited to (default: all of it)."""
         from .retrieve.api import retrieve
 
         llm = self.llm if self.settings.retrieve.router == "llm" else None
         return retrieve(_check(question), self.state, self.settings, budget=budget, encode=self.encode, llm=llm,
-                        exclude=exclude)
+                        exclude=exclude, docs=docs)
 
     def entities_in(self, text: str) -> list[dict[str, Any]]:
         """The governed graph's entities that `text` names (exact and fuzzy name links, best
@@ -89,12 +91,19 @@ class PageRAG:
                                          "start": link.start, "end": link.end, "score": link.score}
         return sorted(found.values(), key=lambda e: e["start"])
 
-    def ask(self, question: str, exclude: set[str] | None = None):
-        """Answer with citations, or refuse with a reason (a pagerag.records.Answer); `exclude` as
-        in `retrieve`."""
+    def ask(self, question: str, exclude: set[str] | None = None, docs: list[str] | None = None):
+        """Answer with citations, or refuse with a reason (a pagerag.records.Answer); `exclude` and
+        `docs` as in `retrieve`."""
         from .generate.decide import Session, ask
 
-        return ask(_check(question), Session(self.settings, self.state, self.encode, self.llm), exclude=exclude)
+        return ask(_check(question), Session(self.settings, self.state, self.encode, self.llm), exclude=exclude,
+                   docs=docs)
+
+    def documents(self) -> list[dict[str, Any]]:
+        """The library's documents (id, title, file name, format, words, passages, sha256, added)."""
+        from .repository import document_list
+
+        return document_list(self.state.manifest, self.state.passages)
 
 
 def _check(question: Any) -> str:

@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import typer
 
+from .commands.library import ExecutorOption, RayAddressOption, WaitOption
 from .errors import PageRAGError
 
 app = typer.Typer(
@@ -53,6 +54,9 @@ def build(
     config: Optional[Path] = ConfigOption,
     set_: Optional[List[str]] = SetOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    executor: str = ExecutorOption,
+    ray_address: Optional[str] = RayAddressOption,
+    wait: bool = WaitOption,
 ):
     """Build a repository: passages, governed graph, communities, provenance; published atomically."""
     from .build import build_repository
@@ -61,7 +65,8 @@ def build(
     settings = _settings(pipeline, config, set_, {"extract": {"extractor": extractor}})
     sources = resolve_corpus_paths([str(p) for p in paths])  # corpus:NAME → its verified files
     report = build_repository(sources, repo, settings, show_progress=not quiet, password=password,
-                              on_note=lambda note: typer.echo(f"note: {note}", err=True))
+                              on_note=lambda note: typer.echo(f"note: {note}", err=True), wait=wait,
+                              executor=executor, ray_address=ray_address)
     stats = report.manifest["stats"]
     resumed = f" (resumed: {', '.join(report.resumed_stages)} from cache)" if report.resumed_stages else ""
     typer.echo(
@@ -158,6 +163,7 @@ def _register_commands() -> None:
     from .commands.ask import ask, doctor
     from .commands.corpus import corpus_app
     from .commands.eval import eval_command
+    from .commands.library import register as library_commands
     from .commands.rcs import calibrate, rcs_eval
     from .commands.retrieve import retrieve
     from .commands.serve import mcp, serve
@@ -171,6 +177,7 @@ def _register_commands() -> None:
     app.add_typer(corpus_app, name="corpus")
     app.command()(serve)
     app.command()(mcp)
+    library_commands(app)
 
 
 _register_commands()

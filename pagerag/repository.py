@@ -46,30 +46,38 @@ STORE_BACKEND = "lancedb"
 class Repository:
     """A published repository, opened read-only. Tables load lazily and are cached."""
 
-    def __init__(self, path: Path, manifest: dict[str, Any]):
-        self.path = path
+    def __init__(self, path: Path, manifest: dict[str, Any], pinned: "PinnedDirectory | None" = None):
+        self.path = path  # as the user named it (messages)
         self.manifest = manifest
+        self._pinned = pinned
+        # where every file is read: the directory as it was opened, even once a newer version
+        # has been swapped in at `path` (a reader sees one version, never a mix)
+        self.root = pinned.root if pinned is not None else path
 
     @classmethod
     def open(cls, path: str | Path) -> "Repository":
-        path = Path(path)
-        manifest = read_manifest(path)
+        from .objectstore import local_version
+
+        path = local_version(path)  # a repository on object storage: its latest version, materialised
+        pinned = PinnedDirectory.of(path)
+        manifest = read_manifest(path, pinned.root if pinned else path)
         version = manifest.get("format_version")
         if not isinstance(version, int) or version > FORMAT_VERSION:
             raise RepositoryError(
                 f"{path}: repository format {version} was written by a newer pagerag "
                 f"(this one reads format {FORMAT_VERSION}); upgrade pagerag or rebuild"
             )
+        root = pinned.root if pinned else path
         for part in ("tables", "bm25", "sources"):
-            if not (path / part).is_dir():
+            if not (root / part).is_dir():
                 raise RepositoryError(f"{path}: repository is incomplete ('{part}/' is missing); rebuild it")
-        return cls(path, manifest)
+        return cls(path, manifest, pinned)
 
     @functools.cached_property
     def store(self):
         from .index.store import open_store
 
-        return open_store(self.manifest.get("store", STORE_BACKEND), self.path / "tables")
+        return open_store(self.manifest.get("store", STORE_BACKEND), self.root / "tables")
 
     @functools.cached_property
     def passages(self) -> list[Passage]:
@@ -91,7 +99,7 @@ class Repository:
     def bm25(self):
         from .index.lexical import BM25Index
 
-        return BM25Index.load(self.path / "bm25")
+        return BM25Index.load(self.root / "bm25")
 
     @functools.lru_cache(maxsize=2)
     def graph(self, kind: str = "governed") -> Graph:
@@ -111,13 +119,13 @@ class Repository:
 
     @functools.lru_cache(maxsize=8)
     def source_text(self, doc_id: str) -> str:
-        return (self.path / "sources" / f"{doc_id}.txt").read_text(encoding="utf-8")
+        return (self.root / "sources" / f"{doc_id}.txt").read_text(encoding="utf-8")
 
     @functools.lru_cache(maxsize=64)
     def structure(self, doc_id: str) -> Structure:
         """The document's structure map; an empty one (no pages, no sections) when the repository
         was built before there were any."""
-        path = self.path / "sources" / f"{doc_id}{STRUCTURE_SUFFIX}"
+        path = self.root / "sources" / f"{doc_id}{STRUCTURE_SUFFIX}"
         try:
             return Structure.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except FileNotFoundError:
@@ -129,12 +137,53 @@ class Repository:
         return dict(self.manifest.get("stats", {}))
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
+def document_list(manifest: dict[str, Any], passages: list[Passage] | None = None) -> list[dict[str, Any]]:
+    """The library's documents: id, title, file, format, words, passages, sha256, when added (a
+    repository built before libraries has no title or date: the file name and the build's date)."""
+    counts: dict[str, int] = {}
+    for p in passages or ():
+        counts[p.doc_id] = counts.get(p.doc_id, 0) + 1
+    out = []
+    for s in manifest.get("sources", []):
+        out.append({"doc_id": s["doc_id"], "title": s.get("title") or Path(s.get("path", "")).stem,
+                    "file": Path(s.get("path", "")).name, "format": s.get("format", "text"),
+                    "words": s.get("words"), "passages": s.get("passages", counts.get(s["doc_id"])),
+                    "sha256": s.get("sha256"), "added": s.get("added") or manifest.get("created")})
+    return out
+
+
+class PinnedDirectory:
+    """A repository directory held open (Linux): `root` (/proc/self/fd/N) reaches the version that
+    was opened even after a build, add or remove swaps a new one in at the same path. The
+    publisher keeps the version it replaced one publish longer (`.<repo>.previous`), so a reader
+    that opened it can finish."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.root = Path(f"/proc/self/fd/{fd}")
+
+    @classmethod
+    def of(cls, path: Path) -> "PinnedDirectory | None":
+        if not Path("/proc/self/fd").is_dir():
+            return None
+        try:
+            return cls(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
+        except OSError:
+            return None  # missing or not a directory: read_manifest names the problem
+
+    def __del__(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def read_manifest(path: Path, root: Path | None = None) -> dict[str, Any]:
     if not path.exists():
         raise RepositoryError(f"{path}: no repository here (run `pagerag build … --repo {path}` first)")
     if not path.is_dir():
         raise RepositoryError(f"{path}: is a file, not a repository directory")
-    manifest_path = path / MANIFEST
+    manifest_path = (root or path) / MANIFEST
     if not manifest_path.is_file():
         raise RepositoryError(f"{path}: not a PAGE-RAG repository (no {MANIFEST})")
     try:
@@ -180,10 +229,10 @@ def write_repository(
     (staging / "bm25").mkdir(exist_ok=True)
     bm25.save(staging / "bm25")
     manifest = {"format_version": FORMAT_VERSION, "store": STORE_BACKEND, **manifest}
-    _write_json_atomic(staging / MANIFEST, manifest)  # last: a staging dir without it is incomplete
+    write_json_atomic(staging / MANIFEST, manifest)  # last: a staging dir without it is incomplete
 
 
-def _write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
     with open(tmp, "rb") as fh:
@@ -191,17 +240,22 @@ def _write_json_atomic(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
-def validate_repository(path: Path) -> Repository:
-    """Open `path` and check it end to end: counts, offsets, provenance ids. Raise on any fault."""
+def validate_repository(path: Path, docs: set[str] | None = None) -> Repository:
+    """Open `path` and check it end to end: counts, offsets, provenance ids. Raise on any fault.
+    With `docs` (a library's new documents), passages are checked against their sources only for
+    those documents: the others were checked when they came in, and their files are the same."""
     repo = Repository.open(path)
     passages = repo.passages
     expected = repo.manifest.get("stats", {}).get("passages")
     if expected is not None and expected != len(passages):
         raise RepositoryError(f"{path}: {len(passages)} passages stored, manifest says {expected}")
+    listed = [s["doc_id"] for s in repo.manifest.get("sources", [])]
+    if listed and set(listed) != {p.doc_id for p in passages}:
+        raise RepositoryError(f"{path}: the passages' documents are not the manifest's sources")
     for p in passages:
-        if repo.source_text(p.doc_id)[p.start : p.end] != p.text:
+        if (docs is None or p.doc_id in docs) and repo.source_text(p.doc_id)[p.start : p.end] != p.text:
             raise RepositoryError(f"{path}: passage {p.passage_id} does not match its source span")
-    for doc_id in {p.doc_id for p in passages}:
+    for doc_id in {p.doc_id for p in passages} if docs is None else docs:
         structure, length = repo.structure(doc_id), len(repo.source_text(doc_id))
         if any(not 0 <= x.start <= length for x in [*structure.pages, *structure.headings]):
             raise RepositoryError(f"{path}: the structure map of {doc_id} points outside its text")
@@ -243,6 +297,59 @@ def check_target(repo: Path) -> None:
         raise RepositoryError(f"{repo}: cannot write in {parent} ({exc.strerror or exc})") from None
 
 
+def link_tree(src: Path, dst: Path) -> None:
+    """`dst` as a copy of `src` made of hard links (a copy where linking fails): a new version
+    shares the previous one's unchanged files. Nothing is ever rewritten in place in a
+    repository (LanceDB adds files, the rest is written to a temporary name and renamed), so
+    changing the copy never changes the original."""
+    for here, _dirs, names in os.walk(src):
+        target = dst / Path(here).relative_to(src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            try:
+                os.link(Path(here) / name, target / name)
+            except OSError:
+                shutil.copy2(Path(here) / name, target / name)
+
+
+class WriterLock:
+    """One writer at a time per repository: an exclusive lock on `.<repo>.lock` beside it, held
+    by a build, an add or a remove from start to publish. A second writer waits (wait=True) or
+    fails at once with one line naming the holder. The kernel drops the lock when its holder
+    dies, so a killed writer never leaves the repository locked."""
+
+    def __init__(self, repo: Path, wait: bool = False):
+        repo = repo.resolve()
+        self.path = repo.parent / f".{repo.name}.lock"
+        self.repo = repo
+        self.wait = wait
+        self._fh = None
+
+    def __enter__(self) -> "WriterLock":
+        import fcntl
+
+        fh = open(self.path, "a+")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            fh.close()
+            raise RepositoryError(f"{self.repo}: another writer (pid {holder}) is changing this repository; "
+                                  "try again when it has finished (or pass --wait)") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing releases the lock
+            self._fh = None
+
+
 def staging_dir(repo: Path, pid: int | None = None) -> Path:
     """Where the build process `pid` (default: this one) stages `repo` before publishing it."""
     repo = repo.resolve()
@@ -279,7 +386,13 @@ def publish(staging: Path, repo: Path) -> None:
         os.rename(staging, repo)
         return
     _exchange(staging, repo)  # now `staging` holds the old repository
-    shutil.rmtree(staging, ignore_errors=True)
+    # kept one publish longer: a reader that opened it (PinnedDirectory) finishes on it
+    previous = repo.parent / f".{repo.name}.previous"
+    shutil.rmtree(previous, ignore_errors=True)
+    try:
+        os.rename(staging, previous)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 _RENAME_EXCHANGE = 2

@@ -66,6 +66,11 @@ class EmbedSettings(_Section):
         "build is as fast as the next; off = a question embeds the windows of its candidate passages the first "
         "time they come up (cached on disk), which makes new questions slow.",
     )
+    ann_min_rows: int = Field(
+        100_000, ge=0, description="Passages from which the build (or an add) gives the passage vectors a LanceDB "
+        "ANN index (IVF-HNSW-SQ, cosine) and dense search uses it (retrieve.dense_search = auto); below it, "
+        "search is exact. 0 = never.",
+    )
     precision: Literal["auto", "fp32", "bf16", "int8"] = Field(
         "auto",
         description="Embedding precision. onnx: fp32, or int8 (dynamic quantisation: ~30% less CPU, median cosine "
@@ -163,8 +168,10 @@ class RetrieveSettings(_Section):
     top_k: int = Field(20, ge=1, description="Candidates per retriever before fusion.")
     hop1_k: int = Field(50, ge=1, description="Dense hits whose cosines are kept for the RCS gate (hop-1 scores).")
     rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant k in 1/(k + rank).")
-    dense_search: Literal["memory", "lancedb"] = Field(
-        "memory", description="Dense search: exact cosine over the stored vectors in memory, or a LanceDB query."
+    dense_search: Literal["auto", "memory", "lancedb"] = Field(
+        "auto", description="Dense search: exact cosine over the stored vectors in memory, or a LanceDB query "
+        "(through its ANN index when the table has one); auto = LanceDB when the repository has an ANN index "
+        "(embed.ann_min_rows), else memory."
     )
     max_links: int = Field(5, ge=0, description="Most entities a question is linked to.")
     fuzzy_link_threshold: float = Field(0.88, ge=0.0, le=1.0, description="difflib ratio for a fuzzy entity link.")

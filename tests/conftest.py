@@ -51,6 +51,20 @@ def carol_excerpt(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 
 @pytest.fixture(scope="session")
+def carol_parts(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three documents cut from the Carol excerpt at paragraph breaks (a.txt, b.txt, c.txt): a
+    library's documents in the library, Ray and object-storage tests."""
+    text = carol_excerpt.read_text(encoding="utf-8-sig")
+    folder = tmp_path_factory.mktemp("parts")
+    cuts = [0] + [text.find("\n\n", n) for n in (20_000, 40_000)] + [len(text)]
+    out = {}
+    for name, lo, hi in zip("abc", cuts, cuts[1:]):
+        out[name] = folder / f"{name}.txt"
+        out[name].write_text(text[lo:hi].strip() + "\n", encoding="utf-8")
+    return out
+
+
+@pytest.fixture(scope="session")
 def carol_repo(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from pagerag.build import build_repository
     from pagerag.settings import load_settings

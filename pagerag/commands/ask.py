@@ -24,6 +24,8 @@ def ask(
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Ask several questions; models stay loaded."),
     config: Optional[Path] = typer.Option(None, "--config", help="A pagerag.toml file (default: ./pagerag.toml if present)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a setting: section.field=value (repeatable)."),
+    doc: Optional[List[str]] = typer.Option(None, "--doc", help="Limit the question to this document of the library "
+                                            "(its id, see `pagerag docs`; repeatable). Default: the whole library."),
 ):
     """Answer a question with numbered citations, or refuse and say why."""
     if llm is not None and llm not in LLM_CHOICES:
@@ -33,10 +35,11 @@ def ask(
     rag = _open(repo, pipeline, llm, config, set_)
     if sys.stderr.isatty() and not as_json and not interactive:  # at a terminal: say it has started
         typer.echo(f"asking {rag.state.path.name} ({len(rag.state.passages):,} passages) …", err=True)
+    docs = doc or None
     if question is not None and question.strip():
-        _answer_one(rag, question, as_json)
+        _answer_one(rag, question, as_json, docs)
     if interactive:
-        _loop(rag, as_json)
+        _loop(rag, as_json, docs)
 
 
 def _open(repo: Path, pipeline: Optional[str], llm: Optional[str], config: Optional[Path], sets: Optional[List[str]]):
@@ -66,15 +69,15 @@ def _prefetch_question_parser(settings) -> None:
         prefetch_spacy(settings.extract.spacy_model)
 
 
-def _answer_one(rag, question: str, as_json: bool) -> None:
-    answer = rag.ask(question)
+def _answer_one(rag, question: str, as_json: bool, docs: Optional[List[str]] = None) -> None:
+    answer = rag.ask(question, docs=docs)
     if as_json:
         sys.stdout.write(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False) + "\n")
     else:
         typer.echo(format_answer(answer))
 
 
-def _loop(rag, as_json: bool) -> None:
+def _loop(rag, as_json: bool, docs: Optional[List[str]] = None) -> None:
     """Read questions until EOF or `quit`; a bad question prints one line and the loop goes on."""
     typer.echo(f"pagerag ask --interactive: {rag.state.path} (pipeline {rag.settings.pipeline}); "
                "empty line or 'quit' to stop", err=True)
@@ -87,7 +90,7 @@ def _loop(rag, as_json: bool) -> None:
         if not question.strip() or question.strip().lower() in EXIT_WORDS:
             return
         try:
-            _answer_one(rag, question, as_json)
+            _answer_one(rag, question, as_json, docs)
         except PageRAGError as exc:
             typer.echo(f"error: {exc}", err=True)
 

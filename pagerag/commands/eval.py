@@ -40,6 +40,8 @@ def eval_command(
     config: Optional[Path] = typer.Option(None, "--config", help="A pagerag.toml file (default: ./pagerag.toml if present)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a setting: section.field=value (repeatable)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    doc: Optional[List[str]] = typer.Option(None, "--doc", help="Limit every question to this document of the "
+                                            "library (repeatable; see `pagerag docs`). Default: the whole library."),
 ) -> None:
     """Score answers and refusals on question sets, pipelines side by side (the paper's Tables 1 and 3)."""
     from ..errors import ConfigError
@@ -50,7 +52,7 @@ def eval_command(
     pipelines = choose_pipelines(pipeline, ablations)
     tasks, notes = load_tasks(qa_files, repo, limit)
     cfg = EvalConfig(pipelines=pipelines, llm=llm, judge=judge, config_file=config, sets=list(set_ or []),
-                     resume=resume, show_progress=not quiet)
+                     resume=resume, show_progress=not quiet, docs=list(doc or []))
     outcome = run_eval(tasks, out, cfg, notes=notes)
     report_md = (out / "report.md").read_text(encoding="utf-8")
     sys.stdout.write(_tables_only(report_md))

@@ -22,6 +22,8 @@ def retrieve(
     as_json: bool = typer.Option(False, "--json", help="Print JSON: analysis, plan, evidence, hints, signals, timings_ms."),
     config: Optional[Path] = typer.Option(None, "--config", help="A pagerag.toml file (default: ./pagerag.toml if present)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a setting: section.field=value (repeatable)."),
+    doc: Optional[List[str]] = typer.Option(None, "--doc", help="Limit the question to this document of the library "
+                                            "(its id, see `pagerag docs`; repeatable). Default: the whole library."),
 ) -> None:
     """Show how a question is routed and the cited evidence it gets (no answer is written; an LLM
     is used only when the pipeline routes with one, retrieve.router = llm)."""
@@ -31,7 +33,7 @@ def retrieve(
 
     if budget is not None and budget <= 0:
         raise InputError(f"--budget must be a positive number of tokens, got {budget}")
-    result = PageRAG(repo, settings=load_settings(pipeline, config, sets=set_ or ())).retrieve(question, budget=budget)
+    result = PageRAG(repo, settings=load_settings(pipeline, config, sets=set_ or ())).retrieve(question, budget=budget, docs=doc or None)
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
         return

@@ -44,6 +44,7 @@ class EvalConfig:
     sets: list[str] = field(default_factory=list)  # --set section.field=value
     resume: bool = False
     show_progress: bool = True
+    docs: list[str] = field(default_factory=list)  # limit every question to these documents of the library
 
 
 @dataclass
@@ -228,6 +229,7 @@ class _Asker:
 
     def __init__(self, config: EvalConfig):
         self.config = config
+        self.docs = list(config.docs) or None  # the library's documents every question is limited to
         self._rags: dict[tuple[str, str], Any] = {}
 
     def rag(self, pipeline: str, repo: Path):
@@ -250,7 +252,7 @@ def _ask_one(asker: _Asker, pipeline: str, task: EvalTask, item: QAItem, judge) 
     start = time.perf_counter()
     error, kind = None, None
     try:
-        answer = rag.ask(item.question).to_dict()
+        answer = rag.ask(item.question, docs=asker.docs).to_dict()
     except InputError as exc:  # this question cannot be asked (e.g. too long): recorded, never retried
         answer, error, kind = None, str(exc), "input"
     except BackendError as exc:  # the LLM failed (timeout, bad reply): recorded, retried by --resume

@@ -81,14 +81,15 @@ class _Timer:
             self.cost.latency_ms += (time.perf_counter() - self.t) * 1000
 
 
-def ask(question: str, pipe: Session, exclude: set[str] | None = None) -> Answer:
-    """Run the policy for one question (`exclude`: passage ids no operator may return)."""
+def ask(question: str, pipe: Session, exclude: set[str] | None = None, docs: list[str] | None = None) -> Answer:
+    """Run the policy for one question (`exclude`: passage ids no operator may return; `docs`:
+    the library's documents it is limited to)."""
     from ..retrieve.api import retrieve
 
     settings, cfg = pipe.settings, pipe.settings.generate
     costs: dict[str, StageCost] = {}
     with _Timer(costs, "retrieve"):
-        retrieval = retrieve(question, pipe.state, settings, encode=pipe.encode, llm=pipe.llm, exclude=exclude)
+        retrieval = retrieve(question, pipe.state, settings, encode=pipe.encode, llm=pipe.llm, exclude=exclude, docs=docs)
     _charge_router(costs, retrieval)
     answer = Answer(question=retrieval.question, decision="answered", answer="", reason=None,
                     backend=pipe.backend, pipeline=settings.pipeline, costs=costs)
@@ -96,7 +97,7 @@ def ask(question: str, pipe: Session, exclude: set[str] | None = None) -> Answer
     answer.notes.extend(retrieval.analysis.notes)
     gate = None
     if cfg.evidence_constraint:
-        retrieval, gate = _gate(question, retrieval, pipe, answer, costs, exclude)
+        retrieval, gate = _gate(question, retrieval, pipe, answer, costs, exclude, docs)
         if cfg.rcs_gate != "off" and not gate.passed:
             widened = " even after widening the route" if answer.escalated else ""
             score, threshold = distinct(gate.rcs, gate.tau)
@@ -121,7 +122,7 @@ def ask(question: str, pipe: Session, exclude: set[str] | None = None) -> Answer
 
 
 def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[str, StageCost],
-          exclude: set[str] | None) -> tuple[object, GateResult]:
+          exclude: set[str] | None, docs: list[str] | None = None) -> tuple[object, GateResult]:
     from ..retrieve.api import retrieve
 
     with _Timer(costs, "gate"):
@@ -131,7 +132,7 @@ def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[s
     if pipe.settings.generate.rcs_gate != "off" and not gate.passed and pipe.settings.generate.escalate:
         with _Timer(costs, "escalate"):
             widened = retrieve(question, pipe.state, pipe.settings, escalate=True, encode=pipe.encode, llm=pipe.llm,
-                               exclude=exclude)
+                               exclude=exclude, docs=docs)
             second = rcs_gate(widened, pipe.settings, pipe.state, pipe.encode)
         _charge_router(costs, widened)
         answer.escalated = True

@@ -263,19 +263,70 @@ def extract_nlp(passages: list[Passage], settings: ExtractSettings, progress: Ca
     provenance (passage ids; evidence sentence spans into the source text)."""
     if not passages:
         return Graph()
+    return build_raw_graph(merge_mentions(collect_mentions(passages, settings, progress)), passages, settings)
+
+
+def collect_mentions(passages: list[Passage], settings: ExtractSettings,
+                     progress: Callable[[int], None] | None = None) -> dict[str, "_Accumulator"]:
+    """What spaCy reads in `passages`, per document (doc id -> its mentions, sentences and
+    triples): a document's part depends on that document alone, so a library stores it and
+    adding or removing a document recomputes the raw graph from the parts (build_raw_graph)."""
     nlp = load_nlp(settings.spacy_model, with_ner=bool(settings.entity_labels))
     lemma = _lemmatiser(nlp)
     locators = {doc_id: PassageLocator([p for p in passages if p.doc_id == doc_id]) for doc_id in {p.doc_id for p in passages}}
     pieces = [piece for region in source_regions(passages) for piece in split_pieces(region, settings.piece_chars)]
     report = _ProgressReporter(passages, progress)
-    acc = _Accumulator()
+    parts: dict[str, _Accumulator] = {doc_id: _Accumulator() for doc_id in locators}
     n_process = worker_count(settings.n_process, sum(len(p.text) for p in pieces))
     docs = nlp.pipe((p.text for p in pieces), batch_size=settings.batch_size, n_process=n_process)
     for piece, doc in zip(pieces, docs):
-        collect(doc, piece, locators[piece.doc_id], settings, lemma, acc)
+        collect(doc, piece, locators[piece.doc_id], settings, lemma, parts[piece.doc_id])
         report.done_until(piece.doc_id, piece.start + len(piece.text))
     report.finish()
-    return build_raw_graph(acc, passages, settings)
+    return parts
+
+
+def merge_mentions(parts: dict[str, "_Accumulator"]) -> "_Accumulator":
+    """One accumulator of several documents' parts, in document-id order (so the raw graph of a
+    library does not depend on the order its documents came in)."""
+    out = _Accumulator()
+    for doc_id in sorted(parts):
+        part = parts[doc_id]
+        out.mentions.update(part.mentions)
+        for key, pids in part.passages.items():
+            out.passages[key].update(pids)
+        out.sentences.extend(part.sentences)
+    return out
+
+
+def mentions_to_dict(acc: "_Accumulator") -> dict[str, Any]:
+    """A document's part as JSON-ready data (keys numbered once)."""
+    keys = sorted(set(acc.mentions) | set(acc.passages) | {k for s in acc.sentences for k in s.keys})
+    number = {k: i for i, k in enumerate(keys)}
+    return {
+        "keys": [list(k) for k in keys],
+        "mentions": [acc.mentions.get(k, 0) for k in keys],
+        "passages": [sorted(acc.passages.get(k, ())) for k in keys],
+        "sentences": [[s.passage_ids, s.start, s.end, [number[k] for k in s.keys],
+                       [[number[a], label, number[b]] for a, label, b in s.triples]] for s in acc.sentences],
+    }
+
+
+def mentions_from_dict(data: dict[str, Any]) -> "_Accumulator":
+    """A stored part (passage ids and names interned: a library holds every document's parts)."""
+    from sys import intern
+
+    keys = [(intern(k[0]), intern(k[1])) for k in data["keys"]]
+    acc = _Accumulator()
+    for key, n, pids in zip(keys, data["mentions"], data["passages"]):
+        if n:
+            acc.mentions[key] = n
+        if pids:
+            acc.passages[key].update(intern(p) for p in pids)
+    for pids, start, end, ks, triples in data["sentences"]:
+        acc.sentences.append(_Sentence([intern(p) for p in pids], start, end, [keys[k] for k in ks],
+                                       [(keys[a], intern(label), keys[b]) for a, label, b in triples]))
+    return acc
 
 
 def worker_count(requested: int, n_chars: int) -> int:

@@ -135,3 +135,17 @@ def summarise_communities(graph: Graph, communities: list[Community], passages: 
         summary = f"Entities: {shown}." + ("" if not sentences else " " + " ".join(sentences))
         out.append(dataclasses.replace(community, title=title, summary=summary))
     return out
+
+
+def summary_inputs(graph: Graph, communities: list[Community]) -> list[tuple]:
+    """Per community, everything its extractive title and summary are a function of: its members
+    (names, aliases, mentions, passages), its passages and the weights inside it. A library
+    re-summarises only the communities whose inputs changed (the others keep their summary)."""
+    index = _GraphIndex(graph)
+    out = []
+    for c in communities:
+        members = [index.entities[m] for m in c.entity_ids if m in index.entities]
+        weights = sorted(index.centrality(c.entity_ids).items())
+        out.append((tuple((e.entity_id, e.name, tuple(e.aliases), e.mentions, tuple(e.passage_ids)) for e in members),
+                    tuple(c.passage_ids), tuple(weights)))
+    return out

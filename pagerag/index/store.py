@@ -14,6 +14,7 @@ import numpy as np
 
 class TableStore(Protocol):
     def write(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None: ...
+    def append(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None: ...
     def read(self, name: str) -> list[dict[str, Any]]: ...
     def search(self, name: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]: ...
     def vectors(self, name: str) -> np.ndarray: ...
@@ -52,9 +53,20 @@ class LanceStore:
         self._db = lancedb.connect(str(self.path))
 
     def write(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None:
+        self._db.create_table(name, data=self._arrow(rows, vectors, 0), mode="overwrite")
+
+    def append(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None:
+        """Add rows after the table's last (`row` continues): a new LanceDB version whose files are
+        all new, so a hard-linked copy of the table (a library's previous version) is untouched."""
+        if not rows:
+            return
+        table = self._db.open_table(name)
+        table.add(self._arrow(rows, vectors, table.count_rows()))
+
+    def _arrow(self, rows: list[dict[str, Any]], vectors: np.ndarray | None, first: int):
         import pyarrow as pa
 
-        columns: dict[str, Any] = {"row": list(range(len(rows)))}
+        columns: dict[str, Any] = {"row": list(range(first, first + len(rows)))}
         keys = list(rows[0].keys()) if rows else []
         for key in keys:
             values = [r[key] for r in rows]
@@ -63,7 +75,7 @@ class LanceStore:
         if vectors is not None and len(rows):
             flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
             table = table.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1]))
-        self._db.create_table(name, data=table, mode="overwrite")
+        return table
 
     def read(self, name: str) -> list[dict[str, Any]]:
         table = self._db.open_table(name).to_arrow()
@@ -81,11 +93,30 @@ class LanceStore:
         column = table.column("vector").combine_chunks()
         return np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(table), -1)
 
-    def search(self, name: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """(row, cosine similarity) of the k nearest rows, best first."""
+    def index_vectors(self, name: str) -> str:
+        """Give the table's vectors an ANN index (IVF-HNSW-SQ, cosine), or bring the one it has up
+        to date with rows appended since (LanceDB's optimize); returns what was done."""
+        table = self._db.open_table(name)
+        if any(getattr(i, "columns", None) == ["vector"] or "vector" in str(i) for i in table.list_indices()):
+            table.optimize()
+            return "updated"
+        rows = table.count_rows()
+        table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", num_partitions=max(1, int(rows ** 0.5) // 4),
+                           replace=True)
+        return "created"
+
+    def has_vector_index(self, name: str) -> bool:
+        try:
+            return any("vector" in str(getattr(i, "columns", i)) for i in self._db.open_table(name).list_indices())
+        except Exception:
+            return False
+
+    def search(self, name: str, vector: np.ndarray, k: int, refine: int = 4) -> list[tuple[int, float]]:
+        """(row, cosine similarity) of the k nearest rows, best first (through the ANN index when
+        the table has one: `refine` times k candidates, re-scored exactly)."""
         hits = (
             self._db.open_table(name).search(np.asarray(vector, dtype=np.float32))
-            .distance_type("cosine").limit(k).select(["row"]).to_arrow()
+            .distance_type("cosine").limit(k).refine_factor(refine).select(["row"]).to_arrow()
         )
         return [(int(r), 1.0 - float(d)) for r, d in zip(hits["row"].to_pylist(), hits["_distance"].to_pylist())]
 

@@ -47,20 +47,21 @@ def get_encoder(settings: Settings) -> Encode:
 
 def retrieve(question: str, repo: str | Path | RepoState, settings: Settings, budget: int | None = None,
              escalate: bool = False, encode: Encode | None = None, llm=None,
-             exclude: set[str] | None = None) -> Retrieval:
+             exclude: set[str] | None = None, docs: list[str] | None = None) -> Retrieval:
     """Evidence for `question` from the repository at `repo` under `settings` (a pipeline preset).
 
     `budget` overrides retrieve.budget_tokens; `escalate` uses the widened route (all allowed
     operators, 1.5x budget) that the answer stage tries once when the RCS gate is unsure; `llm`
     is the caller's LLM, used only by the LLM router (`retrieve.router = llm`). `exclude` names
     passages to hide: no operator ever returns them (the training corpus asks questions of a
-    repository whose evidence passages are masked this way).
+    repository whose evidence passages are masked this way). `docs` limits the question to
+    some documents of a library: the passages of every other document are hidden the same way.
     """
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0):
         raise InputError(f"the evidence budget must be a positive number of tokens, got {budget}")
     validate_question(question, settings.retrieve.max_question_chars)  # before any model is loaded
     with single_threaded_blas():
-        return _retrieve(question, repo, settings, budget, escalate, encode, llm, exclude)
+        return _retrieve(question, repo, settings, budget, escalate, encode, llm, exclude, docs)
 
 
 @functools.lru_cache(maxsize=1)
@@ -77,11 +78,11 @@ def single_threaded_blas():
 
 
 def _retrieve(question: str, repo, settings: Settings, budget: int | None, escalate: bool,
-              encode: Encode | None, llm, exclude: set[str] | None) -> Retrieval:
+              encode: Encode | None, llm, exclude: set[str] | None, docs: list[str] | None = None) -> Retrieval:
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     state = repo if isinstance(repo, RepoState) else get_state(repo)
-    hidden = excluded_rows(state, exclude)
+    hidden = excluded_rows(state, exclude) | outside_documents(state, docs)
     clock.lap("load")
     encode = encode or get_encoder(settings)
     clock.lap("model")
@@ -244,6 +245,24 @@ def excluded_rows(state: RepoState, exclude: set[str] | None) -> frozenset[int]:
     if unknown:
         raise InputError(f"{state.path}: no passage {unknown[0]!r} to exclude ({len(unknown)} unknown passage id(s))")
     return frozenset(state.passage_index[p] for p in exclude)
+
+
+def outside_documents(state: RepoState, docs: list[str] | None) -> frozenset[int]:
+    """The rows of every passage not in the documents `docs` (none: nothing is hidden); an
+    unknown document id is an input error. Computed once per repository version and set."""
+    if not docs:
+        return frozenset()
+    wanted = frozenset(docs)
+
+    def rows() -> frozenset[int]:
+        known = {p.doc_id for p in state.passages}
+        unknown = sorted(wanted - known)
+        if unknown:
+            raise InputError(f"{state.path}: no document {unknown[0]!r} in this library "
+                             f"(its documents: {', '.join(sorted(known)[:8])}{' …' if len(known) > 8 else ''})")
+        return frozenset(i for i, p in enumerate(state.passages) if p.doc_id not in wanted)
+
+    return state.memo(("outside", wanted), rows)
 
 
 class _Clock:

@@ -123,18 +123,30 @@ def community(query: Query) -> OperatorResult:
                           vectors={"community_member": member})
 
 
+WIDE_HIDING = 2000  # hidden passages past which a summary is checked against its own community's only
+
+
 class HiddenText:
     """The text of the passages hidden from this question, to keep it out of graph context."""
 
     def __init__(self, query: Query):
         self.state = query.state
+        self.exclude = query.exclude
         self.hidden_ids = {query.state.passages[r].passage_id for r in query.exclude}
-        self.folded = [_fold(query.state.passages[r].text) for r in sorted(query.exclude)]
         self._cache: dict[int, str] = {}
 
-    def quotes(self, sentence: str) -> bool:
+    def quotes(self, sentence: str, rows: np.ndarray | None = None) -> bool:
+        """Whether a hidden passage holds `sentence`. A summary's sentences are quotations of its
+        community's passages, so with many passages hidden (a question limited to some documents
+        of a library) only the community's hidden passages (`rows`) are searched."""
         probe = _fold(sentence)[:QUOTE_PROBE]
-        return bool(probe) and any(probe in text for text in self.folded)
+        if not probe:
+            return False
+        if rows is not None and len(self.exclude) > WIDE_HIDING:
+            candidates = [int(r) for r in rows.tolist() if int(r) in self.exclude]
+        else:
+            candidates = sorted(self.exclude)
+        return any(probe in self._folded_passage(r) for r in candidates)
 
     def visible_summary(self, view: GraphView, c: Community, rows: np.ndarray) -> str:
         """"title: summary", less what only hidden passages say (see the module docstring)."""
@@ -147,7 +159,7 @@ class HiddenText:
         sentences = [c.summary[s:e] for s, e in split_sentences(c.summary)]
         # the summary's own sentences are quotations of member passages; the rest is the entity list
         body = [s for s in sentences if any(_fold(s)[:QUOTE_PROBE] in text for text in member_text)]
-        kept = [s for s in body if not self.quotes(s)]
+        kept = [s for s in body if not self.quotes(s, rows)]
         names = sorted(shown, key=lambda n: (c.summary.find(n) < 0, c.summary.find(n)))[:8]
         title = ", ".join(names[:3]) or c.community_id
         head = f"Entities: {', '.join(names)}." if names else ""

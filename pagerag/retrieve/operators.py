@@ -60,7 +60,7 @@ class DenseHits:
 def dense_search(query: Query, k: int) -> DenseHits:
     """Exact cosine nearest passages: in memory over the stored vectors, or a LanceDB query."""
     state = query.state
-    if query.settings.retrieve.dense_search == "lancedb":
+    if use_lancedb(state, query.settings.retrieve.dense_search):
         k = min(k, len(state.passages))
         if k <= 0:
             return DenseHits(np.zeros(0, np.int64), np.zeros(0, np.float64))
@@ -69,6 +69,13 @@ def dense_search(query: Query, k: int) -> DenseHits:
         return DenseHits(np.array([r for r, _ in hits], np.int64), np.array([s for _, s in hits], np.float64))
     rows, sims = top_similar(state.vectors @ query.vector, k, query.exclude)
     return DenseHits(rows, sims.astype(np.float64))
+
+
+def use_lancedb(state: RepoState, mode: str) -> bool:
+    """Whether dense search is a LanceDB query: asked for, or (auto) the table has an ANN index."""
+    if mode != "auto":
+        return mode == "lancedb"
+    return state.memo("ann_index", lambda: bool((state.manifest.get("ann") or {}).get("rows")))
 
 
 def top_similar(sims: np.ndarray, k: int, exclude: frozenset[int] = frozenset()) -> tuple[np.ndarray, np.ndarray]:

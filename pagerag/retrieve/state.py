@@ -59,9 +59,11 @@ class RepoState:
     importing LanceDB and rebuilding the networkx graphs, which is most of a cold start.
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any]):
+    def __init__(self, path: Path, manifest: dict[str, Any], repo=None):
         self.path = path
         self.manifest = manifest
+        if repo is not None:
+            self.repo = repo  # opened (and pinned) with the manifest: one version throughout
         self._lock = threading.RLock()  # memo() may build a value that needs view()
         self._sources: dict[str, str] = {}
         self._memo: dict[Any, Any] = {}
@@ -117,6 +119,11 @@ class RepoState:
 
         return Repository.open(self.path)
 
+    @property
+    def root(self) -> Path:
+        """Where this version's files are read (see repository.PinnedDirectory)."""
+        return self.repo.root
+
     @functools.cached_property
     def bm25(self):
         try:
@@ -136,7 +143,7 @@ class RepoState:
         from ..repository import MANIFEST
 
         try:
-            stamp = (self.path / MANIFEST).stat().st_mtime_ns
+            stamp = (self.root / MANIFEST).stat().st_mtime_ns
         except OSError:
             stamp = 0
         created = str(self.manifest.get("created", ""))
@@ -208,7 +215,7 @@ class RepoState:
         if view._community_vectors is None:
             view._community_vectors = _cached_vectors(
                 f"{self.data_key}-communities-{view.kind}", [f"{c.title}. {c.summary}" for c in view.graph.communities], embed,
-                self.vectors.shape[1])
+                self.vectors.shape[1], reuse=f"{_path_key(self.path)}-communities-{view.kind}")
         return view._community_vectors
 
 
@@ -301,8 +308,14 @@ def _write_pickle(path: Path, value: Any) -> None:
     tmp.replace(path)
 
 
-def _cached_vectors(name: str, texts: list[str], embed, dim: int = 0) -> np.ndarray:
-    """Embed `texts` once; keep the matrix under the pagerag cache dir (a pure function of texts)."""
+def _path_key(path: Path) -> str:
+    return hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+
+
+def _cached_vectors(name: str, texts: list[str], embed, dim: int = 0, reuse: str | None = None) -> np.ndarray:
+    """Embed `texts` once; keep the matrix under the pagerag cache dir (a pure function of texts).
+    With `reuse` (a name that outlives versions: a library's path), texts embedded for an earlier
+    version are not embedded again: a library's add changes few community summaries."""
     from ..offline import cache_root
 
     digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
@@ -314,11 +327,36 @@ def _cached_vectors(name: str, texts: list[str], embed, dim: int = 0) -> np.ndar
                 return vectors
         except (OSError, ValueError):
             pass
-    vectors = embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
+    if reuse is None or not texts:
+        vectors = embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
+    else:
+        vectors = _embed_reusing(cache_root() / "retrieve" / f"{reuse}-by-text.npz", texts, embed)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{id(texts)}.npy")
     np.save(tmp, vectors)
     tmp.replace(path)
+    return vectors
+
+
+def _embed_reusing(store: Path, texts: list[str], embed) -> np.ndarray:
+    """Vectors of `texts`, taking those of texts already in `store` (by hash) and embedding the
+    rest; `store` then holds exactly these texts' vectors."""
+    keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+    known: dict[str, np.ndarray] = {}
+    try:
+        with np.load(store) as data:
+            known = dict(zip(data["keys"].tolist(), data["vectors"]))
+    except (OSError, ValueError, KeyError):
+        pass
+    missing = sorted({k: t for k, t in zip(keys, texts) if k not in known}.items())
+    if missing:
+        for (k, _), v in zip(missing, embed([t for _, t in missing])):
+            known[k] = v
+    vectors = np.stack([known[k] for k in keys]).astype(np.float32)
+    store.parent.mkdir(parents=True, exist_ok=True)
+    tmp = store.with_suffix(f".tmp{id(texts)}.npz")
+    np.savez(tmp, keys=np.asarray(keys), vectors=vectors)
+    tmp.replace(store)
     return vectors
 
 
@@ -333,21 +371,16 @@ _STATES_LOCK = threading.Lock()
 
 def get_state(path: str | Path) -> RepoState:
     """The cached state of the repository at `path` (reloaded when its manifest changes)."""
-    from ..repository import FORMAT_VERSION, MANIFEST, read_manifest
+    from ..repository import MANIFEST
 
-    path = Path(path)
-    manifest = read_manifest(path)  # a one-line RepositoryError for a missing or foreign directory
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        from ..repository import Repository
+    from ..objectstore import local_version
+    from ..repository import Repository
 
-        Repository.open(path)  # raises its own clear message about the format
-    for part in ("tables", "bm25", "sources"):
-        if not (path / part).is_dir():
-            raise RepositoryError(f"{path}: repository is incomplete ('{part}/' is missing); rebuild it")
+    path = local_version(path)  # object storage: the latest version, materialised once
+    repo = Repository.open(path)  # one-line errors: missing, foreign, newer format, incomplete
     resolved = path.resolve()
     try:
-        stamp = (resolved / MANIFEST).stat().st_mtime
+        stamp = (repo.root / MANIFEST).stat().st_mtime
     except OSError:
         stamp = 0.0
     key = (str(resolved), stamp)
@@ -356,7 +389,7 @@ def get_state(path: str | Path) -> RepoState:
         if state is None:
             for old in [k for k in _STATES if k[0] == key[0]]:
                 del _STATES[old]  # a rebuilt repository replaces its old state
-            state = _STATES[key] = RepoState(resolved, manifest)
+            state = _STATES[key] = RepoState(resolved, repo.manifest, repo)
         return state
 
 

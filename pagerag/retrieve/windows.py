@@ -24,7 +24,8 @@ from ..text.sentences import cut_windows
 from .state import RepoState
 
 WINDOW_CHARS = 320
-WINDOWS_FILE = "windows.npz"  # in a repository: every passage's window spans and vectors, from the build
+WINDOWS_FILE = "windows.npz"  # in a repository built before libraries: every passage's windows, from the build
+WINDOWS_DIR = "windows"  # in a library: windows/<doc>.npz, each document's passages' windows, from the build
 Encode = Callable[[list[str]], np.ndarray]
 
 
@@ -51,8 +52,8 @@ class WindowIndex:
         """The repository's own window vectors (embedded by the build), when they were made by
         this model and cut to this size; else None (the cache dir's file is used)."""
         made = self.state.manifest.get("windows") or {}
-        path = self.state.path / WINDOWS_FILE
-        if made.get("model") == self.model and made.get("chars") == WINDOW_CHARS and path.is_file():
+        path = self.state.root / (WINDOWS_DIR if made.get("per_document") else WINDOWS_FILE)
+        if made.get("model") == self.model and made.get("chars") == WINDOW_CHARS and path.exists():
             return path
         return None
 
@@ -114,6 +115,9 @@ class WindowIndex:
 
     def _load(self) -> None:
         path = self.built_path() or self.path()
+        if path.is_dir():
+            self._load_documents(path)
+            return
         if not path.is_file():
             return
         try:
@@ -129,6 +133,34 @@ class WindowIndex:
         except (OSError, ValueError, KeyError):
             self._stored_spans.clear()
             self.vectors.clear()
+
+
+    def _load_documents(self, directory) -> None:
+        """A library's windows/<doc>.npz: rows found by passage id (a removed document's file is gone)."""
+        index = self.state.passage_index
+        for doc_id in sorted({p.doc_id for p in self.state.passages}):
+            try:
+                with np.load(directory / f"{doc_id}.npz") as data:
+                    ids, counts, spans, vectors = (data[k] for k in ("passage_ids", "counts", "spans", "vectors"))
+            except (OSError, ValueError, KeyError):
+                continue  # a question embeds what is missing
+            offsets = np.concatenate([[0], np.cumsum(counts)])
+            span_list = spans.tolist()
+            for i, pid in enumerate(ids.tolist()):
+                row = index.get(pid)
+                if row is not None:
+                    lo, hi = int(offsets[i]), int(offsets[i + 1])
+                    self._stored_spans[row] = [tuple(x) for x in span_list[lo:hi]]
+                    self.vectors[row] = vectors[lo:hi]
+
+
+def save_document_windows(repo_dir, doc_id: str, passage_ids: list[str], counts: list[int],
+                          spans: list[tuple[int, int]], vectors: np.ndarray) -> None:
+    """One document's window spans and vectors, by passage id, in a library's windows/<doc>.npz."""
+    directory = repo_dir / WINDOWS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    np.savez(directory / f"{doc_id}.npz", passage_ids=np.asarray(passage_ids), counts=np.asarray(counts, np.int64),
+             spans=np.asarray(spans, np.int64).reshape(-1, 2), vectors=np.asarray(vectors, np.float32))
 
 
 def passage_windows(passage, source: str) -> list[Window]:

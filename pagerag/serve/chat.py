@@ -55,6 +55,7 @@ class ChatRequest(BaseModel):
     stream_options: Optional[StreamOptions] = None
     pipeline: Optional[str] = Field(None, description="Extension: pipeline preset.")
     llm: Optional[Literal["auto", "openai", "llamacpp", "extractive"]] = Field(None, description="Extension: LLM backend.")
+    docs: Optional[list[str]] = Field(None, description="Extension: limit the question to these documents of the library.")
 
 
 @router.get("/v1/models", summary="One model per served repository")
@@ -83,7 +84,7 @@ async def chat_completions(body: ChatRequest, request: Request):
         from .conversation import standalone
 
         asked = standalone(turns, rag, limit)
-        return asked, rag.ask(asked.question)
+        return asked, rag.ask(asked.question, docs=body.docs)
 
     version, (asked, answer) = await server.run(body.model, body.pipeline, body.llm, answer_standalone)
     content = reply_text(answer, asked)

@@ -61,18 +61,19 @@ def build_server(config: ServeConfig, registry):
         return question
 
     @server.tool()
-    async def ask(question: str, repo: Optional[str] = None) -> dict[str, Any]:
+    async def ask(question: str, repo: Optional[str] = None, docs: Optional[list[str]] = None) -> dict[str, Any]:
         """Answer a question about a book with numbered citations (quote, file, page and section or line), or refuse and say why.
-        `repo` names the book (see `repos`); it may be left out when one is served."""
+        `repo` names the book (see `repos`); it may be left out when one is served. `docs` limits the question to
+        some documents of a library (their ids, see `repos`)."""
         check(question)
-        return await run(repo, lambda rag: public.answer(rag.ask(question)))
+        return await run(repo, lambda rag: public.answer(rag.ask(question, docs=docs)))
 
     @server.tool()
-    async def retrieve(question: str, repo: Optional[str] = None) -> dict[str, Any]:
+    async def retrieve(question: str, repo: Optional[str] = None, docs: Optional[list[str]] = None) -> dict[str, Any]:
         """The passages that bear on a question (cited spans with file, offsets, page and section) and how they were found,
-        without answering."""
+        without answering. `docs` limits it to some documents of a library."""
         check(question)
-        return await run(repo, lambda rag: public.retrieval(rag.retrieve(question)))
+        return await run(repo, lambda rag: public.retrieval(rag.retrieve(question, docs=docs)))
 
     @server.tool()
     async def repos() -> dict[str, Any]:

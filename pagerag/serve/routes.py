@@ -24,6 +24,8 @@ class QuestionRequest(BaseModel):
     llm: Optional[Literal["auto", "openai", "llamacpp", "extractive"]] = Field(
         None, description="LLM backend, one of those the server offers (GET /v1/health: llms); "
                           "auto = the server's default; extractive = no LLM. Any other: 400.")
+    docs: Optional[list[str]] = Field(None, description="Limit the question to these documents of the library "
+                                      "(ids, see GET /v1/repos: sources); default: the whole library. Unknown id: 400.")
 
 
 def _server(request: Request):
@@ -44,7 +46,7 @@ async def ask(body: QuestionRequest, request: Request, response: Response) -> di
     names the repository version that answered."""
     server = _server(request)
     _check(server, body)
-    version, result = await server.run(body.repo, body.pipeline, body.llm, lambda rag: public.answer(rag.ask(body.question)))
+    version, result = await server.run(body.repo, body.pipeline, body.llm, lambda rag: public.answer(rag.ask(body.question, docs=body.docs)))
     _stamp(response, version)
     return result
 
@@ -56,7 +58,7 @@ async def retrieve(body: QuestionRequest, request: Request, response: Response) 
     server = _server(request)
     _check(server, body)
     version, result = await server.run(body.repo, body.pipeline, body.llm,
-                                       lambda rag: public.retrieval(rag.retrieve(body.question)))
+                                       lambda rag: public.retrieval(rag.retrieve(body.question, docs=body.docs)))
     _stamp(response, version)
     return result
 

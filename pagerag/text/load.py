@@ -47,11 +47,12 @@ _SLUG_UNSAFE = re.compile(r"[^a-z0-9._-]+")
 
 def load_sources(paths: list[str | Path] | str | Path, settings: ChunkSettings | None = None,
                  root: Path | None = None, password: str | None = None,
-                 notes: list[str] | None = None) -> list[SourceDoc]:
+                 notes: list[str] | None = None, used_ids: set[str] | None = None) -> list[SourceDoc]:
     """One SourceDoc per input file, in a deterministic order, with unique filesystem-safe ids;
     with `root`, only files whose real path lies under it (see confine). `password` opens
     encrypted PDFs. What the user should know but that does not stop the build (files skipped in
-    a folder, PDF pages without text) is appended to `notes`."""
+    a folder, PDF pages without text) is appended to `notes`. `used_ids`: ids already taken (a
+    library's documents), which the new ones never reuse."""
     settings = settings or ChunkSettings()
     notes = notes if notes is not None else []
     if isinstance(paths, (str, Path)):
@@ -65,7 +66,7 @@ def load_sources(paths: list[str | Path] | str | Path, settings: ChunkSettings |
         notes.append(f"skipped {len(skipped)} unsupported file{'s' if len(skipped) > 1 else ''} "
                      f"(not {_SUPPORTED_SHOWN}): {shown}")
     docs: list[SourceDoc] = []
-    used_ids: set[str] = set()
+    used_ids = set(used_ids or ())
     for path in files:
         doc_id = unique_doc_id(path, used_ids)
         docs.append(load_file(path, doc_id, settings, password, notes))

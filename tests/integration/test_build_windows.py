@@ -1,4 +1,4 @@
-"""The build embeds every passage's sentence windows into the repository (windows.npz), so a
+"""The build embeds every passage's sentence windows into the repository (windows/<doc>.npz), so a
 question embeds none of them, and it writes the query snapshot, so the first question after a
 build loads as fast as the next. Real build, real encoder."""
 from __future__ import annotations
@@ -38,11 +38,12 @@ def story(tmp_path_factory) -> Path:
 def test_the_build_stores_every_window_of_every_passage(carol_repo, settings):
     from pagerag.retrieve.api import get_encoder
     from pagerag.retrieve.state import get_state
-    from pagerag.retrieve.windows import WINDOWS_FILE, WindowIndex, passage_windows
+    from pagerag.retrieve.windows import WINDOWS_DIR, WindowIndex, passage_windows
 
     state = get_state(carol_repo)
     made = state.manifest["windows"]
-    assert (carol_repo / WINDOWS_FILE).is_file() and made["model"] == settings.embed.model
+    assert made["per_document"] and made["model"] == settings.embed.model
+    assert [f.name for f in (carol_repo / WINDOWS_DIR).iterdir()] == ["carol_excerpt.npz"]  # one file per document
     cut = [passage_windows(p, state.source_text(p.doc_id)) for p in state.passages]
     assert made["count"] == sum(len(ws) for ws in cut)
     index = WindowIndex(state, settings.embed.model)  # as a new process opens it
@@ -70,11 +71,11 @@ def test_windows_off_leaves_them_to_the_questions(story, tmp_path, settings):
     from pagerag.build import build_repository
     from pagerag.retrieve.api import get_encoder
     from pagerag.retrieve.state import get_state
-    from pagerag.retrieve.windows import WINDOWS_FILE, window_index
+    from pagerag.retrieve.windows import WINDOWS_DIR, window_index
 
     repo = tmp_path / "off.rag"
     build_repository([story], repo, load_settings(environ={}, overrides={"embed": {"windows": False}}), show_progress=False)
-    assert not (repo / WINDOWS_FILE).exists() and "windows" not in get_state(repo).manifest
+    assert not any((repo / WINDOWS_DIR).iterdir()) and "windows" not in get_state(repo).manifest
     index = window_index(get_state(repo), settings.embed.model)
     assert index.built_path() is None
     index.ensure([0], get_encoder(settings))  # embedded on demand, as before

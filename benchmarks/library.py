@@ -1,0 +1,285 @@
+"""A library grown from 1 to all 26 books of $PAGERAG_DATA_DIR, a few at a time.
+
+    nice -n 19 python benchmarks/library.py --work /tmp/libbench            # local executor
+    nice -n 19 python benchmarks/library.py --work /tmp/libbench-ray --executor ray
+    python benchmarks/library.py --work DIR --cold-command ask              # once `pagerag ask` works again
+    python benchmarks/library.py --work DIR --report                        # print the table of a run again
+    python benchmarks/library.py --work DIR --project RAY_DIR                # a 1,000-book library on 32 cores
+
+Books: the 20 GraphRAG-Bench novels and the 6 others in books/; the first step builds one book
+(Novel-44557, a test book), each later step runs `pagerag add` on the next few. Per step:
+  add s/100k   wall seconds of that step's build or add per 100k words it added
+  peak RSS     of the add process (os.wait4), MB
+  disk         the repository's size on disk, MB
+  warm p50/p95 `retrieve` (the full pipeline's `total` timing) over the fixed question set of the
+               books in the library: up to --per-book GraphRAG-Bench questions with evidence per
+               novel, plus DEV-A (qa/christmas_carol.qa.jsonl) once A Christmas Carol is in
+  cold         wall time of a new `pagerag retrieve` process (--cold-command ask: `pagerag ask`),
+               median of 3 questions
+  recall       evidence recall at the budget (a statement counts as recalled when 60% of its content
+               words are in one returned span, as in benchmarks/retrieval.py; DEV-A's quotes verbatim);
+               "first book" is the first book's questions alone: at step 1 that is its one-book repository
+  ANN r@10     with an ANN index (past embed.ann_min_rows; --ann-min-rows), the overlap of its top 10
+               with exact search over the questions' vectors
+Everything is appended to <work>/library.jsonl as it goes, so a partial run is a partial table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIRST = "Novel-44557"
+STEPS = (1, 1, 2, 3, 4, 5, 5, 5)  # books added per step: 1 → 26
+
+
+def books(data_dir: Path) -> list[Path]:
+    novels = sorted((data_dir / "graphrag-bench-novel" / "texts").glob("Novel-*.txt"))
+    others = sorted(p for p in (data_dir / "books").glob("*.txt") if "README" not in p.name)
+    first = [p for p in novels if p.stem == FIRST]
+    rest = [p for p in novels if p.stem != FIRST]
+    # others interleaved with the novels, so every step mixes kinds of book
+    mixed: list[Path] = []
+    while rest or others:
+        mixed += rest[:3]
+        rest = rest[3:]
+        if others:
+            mixed.append(others.pop(0))
+    return first + mixed
+
+
+def questions(data_dir: Path, stem: str, per_book: int) -> list[dict]:
+    if stem == "christmas_carol":
+        out = []
+        for line in (data_dir / "qa" / "christmas_carol.qa.jsonl").read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("answerable") and row.get("evidence"):
+                out.append({"book": stem, "question": row["question"], "gold": row["evidence"], "match": "exact"})
+        return out[:per_book]
+    rows = json.loads((data_dir / "graphrag-bench-novel" / "questions.json").read_text(encoding="utf-8"))
+    rows = sorted((r for r in rows if r.get("source") == stem and any(e.strip() for e in r.get("evidence") or [])),
+                  key=lambda r: r["id"])
+    return [{"book": stem, "question": r["question"], "gold": [e for e in r["evidence"] if e.strip()], "match": "fuzzy"}
+            for r in rows[:per_book]]
+
+
+def run_with_rss(cmd: list[str], env: dict) -> tuple[float, float, int, str]:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024, proc.returncode, err[-400:]
+
+
+WARM = r'''
+import json, statistics, sys, time
+import numpy as np
+from pagerag.api import PageRAG
+from pagerag.evaluate.scoring import statement_located
+repo, qfile = sys.argv[1], sys.argv[2]
+qs = [json.loads(l) for l in open(qfile)]
+rag = PageRAG(repo, pipeline="full", llm="extractive")
+rag.retrieve("Who is the main character?")
+rows = []
+for q in qs:
+    r = rag.retrieve(q["question"])
+    spans = [e.text for e in r.evidence]
+    if q["match"] == "exact":
+        hit = [any(" ".join(g.split()) in " ".join(s.split()) for s in spans) for g in q["gold"]]
+    else:
+        hit = [statement_located(g, spans) for g in q["gold"]]
+    rows.append({"book": q["book"], "ms": r.timings_ms["total"], "recall": sum(hit) / len(hit),
+                 "own_book": any(e.doc_id == q["doc_id"] for e in r.evidence)})
+ann = None
+state = rag.state
+if (state.manifest.get("ann") or {}).get("rows"):
+    vecs = rag.encode([q["question"] for q in qs])
+    overlap = []
+    for v in vecs:
+        exact = set(np.argsort(-(state.vectors @ v))[:10].tolist())
+        got = {r for r, _ in state.repo.store.search("passages", v, 10)}
+        overlap.append(len(exact & got) / 10)
+    ann = sum(overlap) / len(overlap)
+print(json.dumps({"rows": rows, "ann_recall10": ann, "passages": len(state.passages)}))
+'''
+
+
+def warm_and_recall(repo: Path, qs: list[dict], work: Path, env: dict) -> dict:
+    qfile = work / "questions.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in qs), encoding="utf-8")
+    out = subprocess.run([sys.executable, "-c", WARM, str(repo), str(qfile)], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"warm retrieval failed: {out.stderr[-600:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cold(repo: Path, qs: list[dict], command: str, env: dict) -> float:
+    times = []
+    for q in qs[:3]:
+        cmd = [sys.executable, "-m", "pagerag.cli", command, q["question"], "--repo", str(repo)]
+        if command == "ask":
+            cmd += ["--llm", "extractive"]
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            return float("nan")
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) if times else float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))] if values else float("nan")
+
+
+def disk_mb(path: Path) -> float:
+    seen, total = set(), 0
+    for here, _, names in os.walk(path):
+        for name in names:
+            st = os.stat(Path(here) / name)
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                total += st.st_size
+    return total / 1e6
+
+
+def print_table(rows: list[dict]) -> None:
+    print("| step | books | words | passages | add s/100k words | peak RSS MB | disk MB | warm p50 / p95 ms | "
+          "cold s | recall (all) | recall (first book) | own book in evidence | ANN r@10 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        ann = f"{r['ann_recall10']:.3f}" if r.get("ann_recall10") is not None else "exact"
+        print(f"| {r['step']} | {r['books']} | {r['words']:,} | {r['passages']:,} | {r['s_per_100k']:.1f} | "
+              f"{r['peak_rss_mb']:.0f} | {r['disk_mb']:.0f} | {r['p50_ms']:.0f} / {r['p95_ms']:.0f} | {r['cold_s']:.2f} | "
+              f"{r['recall_all']:.3f} | {r['recall_first']:.3f} | {r['own_book']:.2f} | {ann} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--work", type=Path, required=True, help="Where the library and the results go.")
+    ap.add_argument("--data", type=Path, default=Path(os.environ.get("PAGERAG_DATA_DIR", REPO_ROOT.parent / "shared" / "data")))
+    ap.add_argument("--executor", default="local", choices=("local", "ray"))
+    ap.add_argument("--ray-address", default=None)
+    ap.add_argument("--cold-command", default="retrieve", choices=("retrieve", "ask"),
+                    help="What a cold process runs: retrieve (until `ask` works on this commit) or ask.")
+    ap.add_argument("--per-book", type=int, default=6, help="Questions per book in the fixed set.")
+    ap.add_argument("--ann-min-rows", type=int, default=None, help="embed.ann_min_rows for the adds (default: the setting's).")
+    ap.add_argument("--steps", default=",".join(map(str, STEPS)), help="Books added per step.")
+    ap.add_argument("--report", action="store_true", help="Only print the table of <work>/library.jsonl.")
+    ap.add_argument("--project", type=Path, default=None, help="Project a 1,000-book library on a 32-core cluster from "
+                    "this local run (<work>) and a Ray run's directory (its per-task stage seconds).")
+    ap.add_argument("--books", type=int, default=1000)
+    ap.add_argument("--words-per-book", type=int, default=100_000)
+    ap.add_argument("--cores", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=50, help="Books per add in the projection.")
+    ap.add_argument("--price", type=float, default=1.36, help="USD per hour of a 32-vCPU machine (on-demand, "
+                    "e.g. a c6i.8xlarge in us-east-1 at the time of writing); the cluster is charged while the driver works.")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    log = args.work / "library.jsonl"
+    if args.report:
+        print_table([json.loads(l) for l in log.read_text().splitlines()])
+        return
+    if args.project:
+        project([json.loads(l) for l in log.read_text().splitlines()],
+                [json.loads(l) for l in (args.project / "library.jsonl").read_text().splitlines()], args)
+        return
+    repo = args.work / "library.rag"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    all_books = books(args.data)
+    done_rows = [json.loads(l) for l in log.read_text().splitlines()] if log.is_file() else []
+    have = sum(r["added"] for r in done_rows)
+    qs: list[dict] = []
+    step_sizes = [int(s) for s in args.steps.split(",")]
+    position = 0
+    for step, size in enumerate(step_sizes, start=1):
+        batch = all_books[position : position + size]
+        position += size
+        for book in batch:
+            from_book = questions(args.data, book.stem, args.per_book)
+            qs += [{**q, "doc_id": book.stem.lower()} for q in from_book]
+        if position <= have:
+            continue  # resumed: this step is in the log
+        if not batch:
+            break
+        words = sum(len(b.read_text(encoding="utf-8", errors="replace").split()) for b in batch)
+        verb = "build" if step == 1 and not repo.exists() else "add"
+        cmd = [sys.executable, "-m", "pagerag.cli", verb, *map(str, batch), "--repo", str(repo), "-q",
+               "--executor", args.executor]
+        if args.ray_address:
+            cmd += ["--ray-address", args.ray_address]
+        if args.ann_min_rows is not None:
+            cmd += ["--set", f"embed.ann_min_rows={args.ann_min_rows}"]
+        wall, rss, code, err = run_with_rss(cmd, env)
+        if code != 0:
+            raise SystemExit(f"step {step}: {verb} failed ({code}): {err}")
+        warm = warm_and_recall(repo, qs, args.work, env)
+        ms = [r["ms"] for r in warm["rows"]]
+        first = [r["recall"] for r in warm["rows"] if r["book"] == all_books[0].stem]
+        manifest = json.loads((repo / "manifest.json").read_text())
+        row = {"step": step, "added": len(batch), "books": position, "words": manifest["stats"]["words"],
+               "passages": warm["passages"], "step_words": words, "seconds": round(wall, 1),
+               "s_per_100k": wall / words * 1e5, "peak_rss_mb": rss, "disk_mb": disk_mb(repo),
+               "p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95), "cold_s": cold(repo, qs, args.cold_command, env),
+               "recall_all": statistics.mean(r["recall"] for r in warm["rows"]),
+               "recall_first": statistics.mean(first) if first else float("nan"),
+               "own_book": statistics.mean(r["own_book"] for r in warm["rows"]),
+               "questions": len(qs), "ann_recall10": warm["ann_recall10"], "executor": args.executor,
+               "stage_seconds": manifest.get("stage_seconds", {}), "load": os.getloadavg()[0],
+               "per_book_recall": _per_book(warm["rows"])}
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(f"step {step}: {position} books, {row['seconds']}s, load {row['load']:.2f}", flush=True)
+    print_table([json.loads(l) for l in log.read_text().splitlines()])
+
+
+DRIVER_STAGES = ("index", "raw_graph", "govern", "communities", "entity_vectors")
+
+
+def project(local: list[dict], ray_rows: list[dict], args) -> None:
+    """Text stages: CPU-seconds per 100k words, summed over the Ray tasks (process time, so the
+    other jobs on this machine count less than in wall time), spread over the cluster's cores at
+    80% efficiency. Driver stages (graph, BM25): per add, a least-squares line in the library's
+    size through the local run's steps. Peak RSS likewise."""
+    import numpy as np
+
+    task = sum(v for r in ray_rows for k, v in r["stage_seconds"].items() if k.startswith("ray_") and k.endswith("_task_s"))
+    per_100k = task / sum(r["step_words"] for r in ray_rows) * 1e5
+    stages = {k: sum(r["stage_seconds"].get(f"ray_{k}_task_s", 0) for r in ray_rows) / sum(r["step_words"] for r in ray_rows) * 1e5
+              for k in ("chunk", "embed", "windows", "extract")}
+    x = np.array([r["words"] for r in local], float)
+    driver = np.array([sum(r["stage_seconds"].get(k, 0) for k in DRIVER_STAGES) for r in local])
+    rss = np.array([r["peak_rss_mb"] for r in local])
+    a, b = np.polyfit(x, driver, 1)
+    ra, rb = np.polyfit(x, rss, 1)
+    total_words = args.books * args.words_per_book
+    step = args.batch * args.words_per_book
+    text_h = per_100k * total_words / 1e5 / (args.cores * 0.8) / 3600
+    driver_h = sum(a * w + b for w in range(step, total_words + 1, step)) / 3600
+    print(f"text stages: {per_100k:.1f} CPU-s per 100k words (" + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()) +
+          f"), measured over {len(ray_rows)} Ray steps")
+    print(f"driver stages per add: {a * 1e5:.2f} s per 100k words of library + {b:.1f} s (fit over {len(local)} local steps)")
+    print(f"peak RSS: {ra * 1e5:.1f} MB per 100k words of library + {rb:.0f} MB")
+    print(f"{args.books} books x {args.words_per_book:,} words, adds of {args.batch} books, {args.cores} cores:")
+    print(f"  text stages {text_h:.1f} h, driver stages {driver_h:.1f} h (the last add's {((a * total_words + b) / 3600):.2f} h), "
+          f"total {text_h + driver_h:.1f} h, about ${(text_h + driver_h) * args.price:.0f} at ${args.price}/h")
+    print(f"  one build of all of it: text {text_h:.1f} h + driver {(a * total_words + b) / 3600:.1f} h; "
+          f"driver peak RSS about {(ra * total_words + rb) / 1000:.0f} GB")
+
+
+def _per_book(rows: list[dict]) -> dict[str, float]:
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        by.setdefault(r["book"], []).append(r["recall"])
+    return {b: round(statistics.mean(v), 3) for b, v in by.items()}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""The repository as a library: one engine for `build`, `add` and `remove`.
+
+A library is a repository whose text stages are per document. Each document is chunked,
+embedded (in blocks that never cross a document, so its vectors do not depend on its
+neighbours) and read by spaCy into its own *mention part* (`extract/<doc>.json.gz`: the
+mentions, sentences and triples of that document alone). Everything global is recomputed from
+those parts: the raw graph (build_raw_graph over the parts in document-id order), governance,
+communities (Leiden), summaries (reused for every community whose content did not change),
+entity-name vectors (reused by name) and BM25 (rebuilt; it is the cheapest stage). So
+build(A+B), build(A)+add(B) and build(A+B)+remove(B) give the same passages, vectors and
+governed graph as a build of the same documents; only the communities can differ where Leiden
+sees another graph.
+
+`update()` takes the published base (or none, for a build), the new documents and the ids to
+remove; it writes the next version into a staging directory beside the repository (hard links
+to the base's unchanged files, the passage table appended to), validates it and publishes it
+with the same atomic swap as a build (repository.publish), under the repository's writer lock.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import InputError
+from .records import Graph, Passage, SourceDoc
+from .settings import Settings
+from .stages import EMBED_BLOCK, DocumentParts, MemoEmbedder, StageCache, digest, embed_name_vectors, run_timed
+
+EXTRACT_DIR = "extract"
+WINDOWS_DIR = "windows"
+
+
+@dataclass
+class Base:
+    """The published version an add or remove starts from."""
+
+    repo: Any  # repository.Repository
+    keep: list[dict[str, Any]]  # the manifest's source records of the documents kept
+    removed: list[str] = field(default_factory=list)
+
+
+def open_base(path: Path, remove: list[str] | None = None) -> Base:
+    from .repository import Repository
+
+    repo = Repository.open(path)
+    sources = repo.manifest.get("sources", [])
+    known = {s["doc_id"] for s in sources}
+    for doc_id in remove or []:
+        if doc_id not in known:
+            raise InputError(f"{path}: no document {doc_id!r} in this library (see `pagerag docs --repo {path}`)")
+    gone = set(remove or [])
+    return Base(repo, [s for s in sources if s["doc_id"] not in gone], sorted(gone))
+
+
+# --------------------------------------------------------------------------------------------
+# Text stages, per document
+
+
+def text_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, progress, timings, llm=None,
+                executor: str = "local", ray_address: str | None = None) -> list[DocumentParts]:
+    """Chunk, embed and (nlp) read every new document: locally, or as Ray tasks across a cluster
+    (pagerag.distributed, imported only then)."""
+    if executor == "ray":
+        from .distributed import ray_text_stages
+
+        return ray_text_stages(docs, settings, progress, timings, llm is None, ray_address)
+    from .index.embed import get_wordpiece_counter
+    from .text.chunk import chunk_document
+
+    counter = get_wordpiece_counter(settings.embed.model)
+    with progress.stage("chunk", sum(len(d.body) for d in docs)) as advance:
+        def chunk_all():
+            out = []
+            for doc in docs:
+                out.append(chunk_document(doc, settings.chunk, counter))
+                advance(len(doc.body))
+            return out
+        chunked = run_timed(timings, "chunk", chunk_all)
+    vectors = run_timed(timings, "embed", lambda: embed_documents(chunked, settings, cache, progress))
+    parts = [DocumentParts(doc, passages, v) for doc, passages, v in zip(docs, chunked, vectors)]
+    if llm is None:
+        t0 = time.perf_counter()
+        with progress.stage("extract", sum(len(p.passages) for p in parts)) as advance:
+            for part in parts:
+                part.mentions = read_mentions(part, settings, cache, advance)
+        timings["extract"] = round(time.perf_counter() - t0, 3)
+    return parts
+
+
+def embed_documents(chunked: list[list[Passage]], settings: Settings, cache: StageCache, progress) -> list[np.ndarray]:
+    """Passage vectors per document, in cached blocks of EMBED_BLOCK passages of one document."""
+    from .index.encoder import get_encoder
+
+    out = []
+    with progress.stage("embed", sum(len(c) for c in chunked)) as advance:
+        encoder = get_encoder(settings.embed)
+        for passages in chunked:
+            blocks = []
+            for lo in range(0, len(passages), EMBED_BLOCK):
+                block = [p.text for p in passages[lo : lo + EMBED_BLOCK]]
+                key = digest(settings.embed.model, encoder.backend, encoder.precision, block)
+                blocks.append(cache.get_or_compute(
+                    "embed", key, lambda block=block: encoder.encode(block, batch_size=settings.embed.batch_size)))
+                advance(len(block))
+            out.append(np.concatenate(blocks) if blocks else np.zeros((0, encoder.dim), np.float32))
+    return out
+
+
+def read_mentions(part: DocumentParts, settings: Settings, cache: StageCache, advance=None):
+    from .graph.extract_nlp import collect_mentions
+
+    key = digest(part.doc.sha256, settings.chunk.model_dump(), [(p.passage_id, p.start, p.end) for p in part.passages],
+                 settings.extract.model_dump(exclude={"n_process"}))
+    found = cache.get_or_compute("extract", key, lambda: collect_mentions(part.passages, settings.extract, advance))
+    if cache.hits and cache.hits[-1] == "extract" and advance:
+        advance(len(part.passages))
+    from .graph.extract_nlp import _Accumulator
+
+    return found.get(part.doc.doc_id, _Accumulator()) if isinstance(found, dict) else found
+
+
+# --------------------------------------------------------------------------------------------
+# The whole library
+
+
+@dataclass
+class Library:
+    """Every document of the next version: sources, passages, vectors, mention parts."""
+
+    sources: list[dict[str, Any]]  # manifest source records, in passage-table order
+    docs: dict[str, SourceDoc]  # the new documents (the others are read from the base)
+    passages: list[Passage]
+    vectors: np.ndarray
+    mentions: dict[str, Any]
+    new_rows: int  # passages at the end of the table that are new
+    unsaved: set[str] = field(default_factory=set)  # documents whose mention part is not on disk yet
+
+
+def assemble(base: Base | None, parts: list[DocumentParts], settings: Settings, llm=None) -> Library:
+    """The next version's documents: the base's kept ones (from its tables), then the new ones."""
+    passages: list[Passage] = []
+    vectors: list[np.ndarray] = []
+    mentions: dict[str, Any] = {}
+    unsaved: set[str] = set()
+    sources: list[dict[str, Any]] = []
+    if base is not None:
+        kept = {s["doc_id"] for s in base.keep}
+        all_passages = base.repo.passages
+        rows = [i for i, p in enumerate(all_passages) if p.doc_id in kept]
+        passages = [all_passages[i] for i in rows]
+        if rows:
+            matrix = base.repo.passage_vectors
+            vectors.append(matrix if len(rows) == len(all_passages) else matrix[rows])
+        sources = [dict(s) for s in base.keep]
+        if llm is None:
+            mentions, unsaved = stored_mentions(base.repo, [s["doc_id"] for s in base.keep], passages, settings)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for part in parts:
+        passages.extend(part.passages)
+        vectors.append(part.vectors)
+        if part.mentions is not None:
+            mentions[part.doc.doc_id] = part.mentions
+        sources.append(source_record(part.doc, len(part.passages), now))
+    matrix = np.concatenate(vectors) if vectors else np.zeros((0, 384), np.float32)
+    return Library(sources, {p.doc.doc_id: p.doc for p in parts}, passages, matrix, mentions,
+                   sum(len(p.passages) for p in parts), unsaved | {p.doc.doc_id for p in parts})
+
+
+def stored_mentions(repo, doc_ids: list[str], passages: list[Passage], settings: Settings) -> tuple[dict[str, Any], set[str]]:
+    """The mention parts of a base's documents; a repository built before there were any (or with
+    other extraction settings) has them read again from its passages, once."""
+    from .graph.extract_nlp import collect_mentions, mentions_from_dict
+
+    out, missing = {}, []
+    wanted = digest(settings.extract.model_dump(exclude={"n_process"}))
+    for doc_id in doc_ids:
+        path = repo.root / EXTRACT_DIR / f"{doc_id}.json.gz"
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                data = json.load(fh)
+            if data.get("settings") != wanted:
+                raise ValueError("other extraction settings")
+            out[doc_id] = mentions_from_dict(data)
+        except (OSError, ValueError, KeyError):
+            missing.append(doc_id)
+    if missing:
+        again = set(missing)
+        out.update(collect_mentions([p for p in passages if p.doc_id in again], settings.extract))
+    return out, set(missing)
+
+
+def source_record(doc: SourceDoc, n_passages: int, added: str) -> dict[str, Any]:
+    return {"doc_id": doc.doc_id, "title": document_title(doc), "path": str(Path(doc.path).resolve()),
+            "format": doc.structure.format, "pages": len(doc.structure.pages), "sections": len(doc.structure.headings),
+            "sha256": doc.sha256, "encoding": doc.encoding, "chars": len(doc.text),
+            "content_start": doc.content_start, "content_end": doc.content_end,
+            "words": len(doc.body.split()), "passages": n_passages, "added": added}
+
+
+def document_title(doc: SourceDoc) -> str:
+    """The Project Gutenberg "Title:" line, else the first heading, else the file's name."""
+    head = doc.text[: min(len(doc.text), 4000)]
+    for line in head.splitlines():
+        if line.startswith("Title:") and line[6:].strip():
+            return line[6:].strip()
+    if doc.structure.headings:
+        return doc.structure.headings[0].title
+    return Path(doc.path).stem
+
+
+def source_texts(base: Base | None, library: Library) -> Callable[[str], str]:
+    def text(doc_id: str) -> str:
+        doc = library.docs.get(doc_id)
+        return doc.text if doc is not None else base.repo.source_text(doc_id)
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# Graph stages (global, small beside the text)
+
+
+def graph_stages(library: Library, base: Base | None, settings: Settings, cache: StageCache, progress, timings, llm=None):
+    from .graph.communities import detect_communities
+    from .graph.extract_nlp import build_raw_graph, merge_mentions
+    from .graph.govern import govern_with_report
+    from .graph.summaries import summarise_communities, summary_inputs
+    from .index.encoder import get_encoder
+    from .stages import GraphStage
+
+    passages = library.passages
+    tokens = {"prompt": 0, "completion": 0}
+    if llm is None:
+        raw = run_timed(timings, "raw_graph", lambda: build_raw_graph(merge_mentions(library.mentions), passages, settings.extract))
+        # the parts already on disk are not needed again: a library's sentences are the largest thing it holds
+        library.mentions = {d: m for d, m in library.mentions.items() if d in library.unsaved}
+    else:
+        raw, tokens = _llm_graph(passages, settings, cache, progress, timings, llm)
+    embedder = MemoEmbedder(get_encoder(settings.embed))
+    previous: dict[str, dict[str, tuple[str, str]]] = {}
+    if base is not None:
+        _seed_names(embedder, base.repo)
+        previous = previous_summaries(base.repo)
+    with progress.stage("govern", 1) as advance:
+        governed, governance = run_timed(timings, "govern", lambda: govern_with_report(raw, passages, settings.govern, embed=embedder.encode))
+        advance(1)
+    graphs = {"raw": raw, "governed": governed}
+    reused = 0
+    summary_keys: dict[str, list[str]] = {}
+    with progress.stage("communities", 2) as advance:
+        t0 = time.perf_counter()
+        for kind, graph in graphs.items():
+            communities = detect_communities(graph, settings.community)
+            old = previous.get(kind, {})
+            keys = [digest(k) for k in summary_inputs(graph, communities)]
+            summary_keys[kind] = keys
+            fresh = [c for c, k in zip(communities, keys) if k not in old]
+            done = {c.community_id: c for c in summarise_communities(graph, fresh, passages, settings.community, embed=embedder.encode)}
+            out = []
+            for i, c in enumerate(communities):
+                if c.community_id in done:
+                    out.append(done[c.community_id])
+                else:
+                    title, summary = old[keys[i]]
+                    c.title, c.summary = title, summary
+                    out.append(c)
+                    reused += 1
+            graph.communities = out
+            advance(1)
+        timings["communities"] = round(time.perf_counter() - t0, 3)
+    governance["summaries_reused"] = reused
+    entity_vectors = run_timed(timings, "entity_vectors", lambda: embed_name_vectors(graphs, embedder))
+    stage = GraphStage(graphs, entity_vectors, tokens, governance)
+    stage.summary_keys = summary_keys
+    return stage
+
+
+def _llm_graph(passages, settings: Settings, cache: StageCache, progress, timings, llm):
+    from .graph.extract_llm import ExtractionCost, extract_llm
+
+    def extract():
+        with progress.stage("extract", len(passages)) as advance:
+            cost = ExtractionCost()
+            graph = extract_llm(passages, llm, progress=advance, cost=cost)
+            return graph, {"prompt": cost.prompt_tokens, "completion": cost.completion_tokens}
+
+    key = digest([(p.passage_id, p.start, p.end) for p in passages], settings.extract.model_dump(exclude={"n_process"}),
+                 getattr(llm, "name", None), getattr(llm, "model", None))
+    return run_timed(timings, "extract", lambda: cache.get_or_compute("extract", key, extract))
+
+
+def _seed_names(embedder: MemoEmbedder, repo) -> None:
+    """Names the base already embedded are not embedded again (read from its entity tables
+    alone: the base's relations are never loaded)."""
+    for kind in ("raw", "governed"):
+        try:
+            names = [row["name"] for row in repo.store.read(f"entities_{kind}")]
+            vectors = repo.store.vectors(f"entities_{kind}") if names else None
+        except Exception:  # a base without name vectors: embed them again
+            continue
+        if vectors is not None and vectors.shape[0] == len(names):
+            embedder.remember(names, vectors)
+
+
+SUMMARY_KEYS = "community_keys.json"  # per graph kind, the content key of each community, in table order
+
+
+def previous_summaries(repo) -> dict[str, dict[str, tuple[str, str]]]:
+    """The base's community (title, summary) by content key: from its community tables and key
+    file; a base without the file (built before it) has its keys computed from its graphs."""
+    try:
+        keys = json.loads((repo.root / SUMMARY_KEYS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {kind: summaries_by_content(repo.graph(kind)) for kind in ("raw", "governed")}
+    out = {}
+    for kind in ("raw", "governed"):
+        rows = repo.store.read(f"communities_{kind}")
+        out[kind] = {k: (r["title"], r["summary"]) for k, r in zip(keys.get(kind, []), rows)}
+    return out
+
+
+def summaries_by_content(graph: Graph) -> dict[str, tuple[str, str]]:
+    """A graph's community (title, summary) by what they were made from (summaries.summary_inputs)."""
+    from .graph.summaries import summary_inputs
+
+    keys = [digest(k) for k in summary_inputs(graph, graph.communities)]
+    return {k: (c.title, c.summary) for k, c in zip(keys, graph.communities)}

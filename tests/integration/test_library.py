@@ -1,0 +1,233 @@
+"""The repository as a library: add and remove make the versions a build of the same documents
+makes; docs lists them; --doc limits a question; one writer at a time; a killed add leaves the
+previous version; a repository built before libraries opens as one and grows."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pagerag.errors import InputError, RepositoryError
+from pagerag.repository import Repository, validate_repository
+from pagerag.settings import load_settings
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def parts(carol_parts) -> dict[str, Path]:
+    return carol_parts
+
+
+@pytest.fixture(scope="module")
+def settings():
+    return load_settings(environ={})
+
+
+@pytest.fixture(scope="module")
+def libraries(parts, settings, tmp_path_factory) -> dict[str, Path]:
+    from pagerag.build import add_documents, build_repository
+
+    root = tmp_path_factory.mktemp("libraries")
+    build_repository([parts["a"], parts["b"]], root / "ab.rag", settings, show_progress=False)
+    build_repository([parts["a"]], root / "a.rag", settings, show_progress=False)
+    shutil.copytree(root / "a.rag", root / "a_then_b.rag")
+    add_documents([parts["b"]], root / "a_then_b.rag", settings, show_progress=False)
+    return {"ab": root / "ab.rag", "a": root / "a.rag", "a_then_b": root / "a_then_b.rag"}
+
+
+def passages_of(repo: Repository) -> dict[str, dict]:
+    return {p.passage_id: asdict(p) for p in repo.passages}
+
+
+def graph_of(repo: Repository, kind: str) -> tuple[list[dict], list[dict]]:
+    g = repo.graph(kind)
+    return [asdict(e) for e in g.entities], [asdict(r) for r in g.relations]
+
+
+def community_ami(x: Repository, y: Repository) -> float:
+    """Adjusted mutual information of the level-0 communities of the governed entities."""
+    from sklearn.metrics import adjusted_mutual_info_score
+
+    def labels(repo):
+        return {m: c.community_id for c in repo.graph("governed").communities if c.level == 0 for m in c.entity_ids}
+
+    lx, ly = labels(x), labels(y)
+    common = sorted(set(lx) & set(ly))
+    return float(adjusted_mutual_info_score([lx[e] for e in common], [ly[e] for e in common]))
+
+
+def test_build_then_add_is_the_build_of_both(libraries):
+    whole, grown = Repository.open(libraries["ab"]), Repository.open(libraries["a_then_b"])
+    validate_repository(libraries["a_then_b"])
+    assert passages_of(whole) == passages_of(grown)
+    order = [grown.passage_index[p.passage_id] for p in whole.passages]
+    assert np.allclose(whole.passage_vectors, grown.passage_vectors[order], atol=1e-6)
+    for kind in ("governed", "raw"):
+        assert graph_of(whole, kind) == graph_of(grown, kind), kind
+    ami = community_ami(whole, grown)
+    print(f"communities of build(A+B) vs build(A)+add(B): adjusted mutual information {ami:.3f}")
+    assert ami > 0.5
+    assert grown.manifest["library"]["version"] == 2
+    assert [h["op"] for h in grown.manifest["library"]["history"]] == ["build", "add"]
+
+
+def test_remove_gives_the_build_without_it(libraries, settings, tmp_path):
+    from pagerag.build import remove_documents
+
+    repo = tmp_path / "ab.rag"
+    shutil.copytree(libraries["ab"], repo)
+    report = remove_documents(["b"], repo, settings, show_progress=False)
+    assert report.removed == ["b"]
+    shrunk, alone = validate_repository(repo), Repository.open(libraries["a"])
+    assert passages_of(shrunk) == passages_of(alone)
+    assert np.allclose(shrunk.passage_vectors, alone.passage_vectors, atol=1e-6)
+    for kind in ("governed", "raw"):
+        assert graph_of(shrunk, kind) == graph_of(alone, kind), kind
+    assert not (repo / "sources" / "b.txt").exists() and not (repo / "windows" / "b.npz").exists()
+    assert not any("b:" in pid for e in shrunk.graph("governed").entities for pid in e.passage_ids)
+
+
+def test_docs_noop_and_unknown_ids(libraries, parts, tmp_path):
+    repo = tmp_path / "lib.rag"
+    shutil.copytree(libraries["a_then_b"], repo)
+    env = dict(os.environ)
+    listed = subprocess.run([sys.executable, "-m", "pagerag.cli", "docs", "--repo", str(repo), "--json"],
+                            capture_output=True, text=True, env=env)
+    assert listed.returncode == 0, listed.stderr
+    docs = json.loads(listed.stdout)
+    assert docs["version"] == 2 and [d["doc_id"] for d in docs["documents"]] == ["a", "b"]
+    first = docs["documents"][0]
+    assert first["file"] == "a.txt" and first["words"] > 1000 and first["passages"] > 10 and len(first["sha256"]) == 64
+    assert first["title"] == "A Christmas Carol" and first["added"]
+    again = subprocess.run([sys.executable, "-m", "pagerag.cli", "add", str(parts["b"]), "--repo", str(repo), "-q"],
+                           capture_output=True, text=True, env=env)
+    assert again.returncode == 0 and "nothing to add" in again.stdout and "already in the library as b" in again.stderr
+    assert json.loads((repo / "manifest.json").read_text())["library"]["version"] == 2
+    unknown = subprocess.run([sys.executable, "-m", "pagerag.cli", "remove", "nope", "--repo", str(repo), "-q"],
+                             capture_output=True, text=True, env=env)
+    assert unknown.returncode != 0 and unknown.stderr.count("\n") == 1 and "no document 'nope'" in unknown.stderr
+
+
+def test_doc_limits_a_question_to_its_documents(libraries, settings):
+    from pagerag.api import PageRAG
+
+    rag = PageRAG(libraries["a_then_b"], settings=settings)
+    question = "What did Scrooge say to the gentlemen who asked for a donation?"
+    everywhere = rag.retrieve(question)
+    assert {e.doc_id for e in everywhere.evidence} <= {"a", "b"}
+    for doc in ("a", "b"):
+        limited = rag.retrieve(question, docs=[doc])
+        assert limited.evidence and {e.doc_id for e in limited.evidence} == {doc}
+        assert all(pid.startswith(f"{doc}:") for h in limited.hints for pid in h.passage_ids)
+    with pytest.raises(InputError, match="no document 'zz'"):
+        rag.retrieve(question, docs=["zz"])
+
+
+def test_one_writer_at_a_time(libraries, parts, settings, tmp_path):
+    from pagerag.build import add_documents
+    from pagerag.repository import WriterLock
+
+    repo = tmp_path / "lib.rag"
+    shutil.copytree(libraries["a"], repo)
+    with WriterLock(repo):
+        with pytest.raises(RepositoryError, match=f"another writer \\(pid {os.getpid()}\\)"):
+            add_documents([parts["b"]], repo, settings, show_progress=False)
+        refused = subprocess.run([sys.executable, "-m", "pagerag.cli", "add", str(parts["b"]), "--repo", str(repo), "-q"],
+                                 capture_output=True, text=True)
+        assert refused.returncode != 0 and refused.stderr.count("\n") == 1 and "another writer" in refused.stderr
+        results = {}
+
+        def waiting_writer():
+            results["report"] = add_documents([parts["b"]], repo, settings, show_progress=False, wait=True)
+
+        writer = threading.Thread(target=waiting_writer)
+        writer.start()
+        time.sleep(1.0)
+        assert writer.is_alive()  # it waits for the lock, released when this block ends
+    writer.join(timeout=300)
+    assert results["report"].added == ["b"]
+
+
+def test_killed_add_leaves_the_previous_version(libraries, parts, tmp_path):
+    repo = tmp_path / "lib.rag"
+    shutil.copytree(libraries["a_then_b"], repo)
+    before = (repo / "manifest.json").read_bytes()
+    proc = subprocess.Popen([sys.executable, "-m", "pagerag.cli", "add", str(parts["c"]), "--repo", str(repo), "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None and not list(tmp_path.glob(".lib.rag.staging-*/tables")):
+        time.sleep(0.05)
+    assert proc.poll() is None, "the add finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert (repo / "manifest.json").read_bytes() == before
+    opened = validate_repository(repo)
+    assert {p.doc_id for p in opened.passages} == {"a", "b"}
+    done = subprocess.run([sys.executable, "-m", "pagerag.cli", "add", str(parts["c"]), "--repo", str(repo), "-q"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert {p.doc_id for p in validate_repository(repo).passages} == {"a", "b", "c"}
+    assert not list(tmp_path.glob(".lib.rag.staging-*"))
+
+
+def test_a_repository_built_before_libraries_grows_like_one(libraries, parts, settings, tmp_path):
+    """No mention parts, one windows.npz, sources without titles: it lists its documents, and an
+    add reads its mentions again and gives the build of both."""
+    from pagerag.build import add_documents
+    from pagerag.retrieve.windows import WINDOWS_FILE, save_windows
+
+    old = tmp_path / "old.rag"
+    shutil.copytree(libraries["a"], old)
+    shutil.rmtree(old / "extract")
+    loaded = [np.load(f) for f in sorted((old / "windows").glob("*.npz"))]
+    save_windows(old / WINDOWS_FILE, [int(c) for d in loaded for c in d["counts"]],
+                 [tuple(s) for d in loaded for s in d["spans"].tolist()], np.concatenate([d["vectors"] for d in loaded]))
+    shutil.rmtree(old / "windows")
+    manifest = json.loads((old / "manifest.json").read_text())
+    manifest.pop("library")
+    manifest["windows"].pop("per_document")
+    for source in manifest["sources"]:
+        for key in ("title", "added", "passages"):
+            source.pop(key)
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    from pagerag.api import PageRAG
+
+    assert [d["doc_id"] for d in PageRAG(old, settings=settings).documents()] == ["a"]
+    add_documents([parts["b"]], old, settings, show_progress=False)
+    grown, whole = validate_repository(old), Repository.open(libraries["ab"])
+    assert passages_of(grown) == passages_of(whole)
+    for kind in ("governed", "raw"):
+        assert graph_of(grown, kind) == graph_of(whole, kind), kind
+    assert (old / "windows" / "a.npz").is_file() and (old / "windows" / "b.npz").is_file()
+
+
+def test_past_ann_min_rows_dense_search_goes_through_an_ann_index(parts, tmp_path):
+    from pagerag.api import PageRAG
+    from pagerag.build import add_documents, build_repository
+    from pagerag.retrieve.operators import use_lancedb
+
+    settings = load_settings(environ={}, sets=["embed.ann_min_rows=20"])
+    repo = tmp_path / "ann.rag"
+    build_repository([parts["a"]], repo, settings, show_progress=False)
+    assert json.loads((repo / "manifest.json").read_text())["ann"]["action"] == "created"
+    add_documents([parts["b"]], repo, settings, show_progress=False)
+    manifest = json.loads((repo / "manifest.json").read_text())
+    assert manifest["ann"]["action"] == "updated" and manifest["ann"]["rows"] == manifest["stats"]["passages"]
+    opened = Repository.open(repo)
+    vectors = opened.passage_vectors
+    for row in (0, len(vectors) // 2, len(vectors) - 1):  # the new rows are in the index too
+        assert opened.store.search("passages", vectors[row], 1)[0][0] == row
+    rag = PageRAG(repo, settings=settings)
+    assert use_lancedb(rag.state, settings.retrieve.dense_search)
+    assert rag.retrieve("Who is Marley?").evidence
