@@ -44,10 +44,11 @@ def test_local_gguf_runs_the_whole_policy(printer_repo, tiny_gguf, tmp_path):
                   confidence=permissive_gate(tmp_path))
     answer = rag.ask(ANSWERABLE)
     loads = load_count()
-    assert answer.backend == "llamacpp" and answer.verdict.method == "model+llm" and "P(yes)" in answer.verdict.detail
+    # not calibrated for this model (`pagerag calibrate --llm llamacpp`): the reader's model decides
+    # alone and the LLM is asked no yes/no question (test_ask_openai covers a calibrated LLM)
+    assert answer.backend == "llamacpp" and answer.verdict.method == "model" and "P(yes)" not in answer.verdict.detail
     assert 0.0 <= answer.verdict.score <= 1.0
-    assert answer.tokens["judge"]["prompt"] > 100 and answer.tokens["judge"]["completion"] == 1
-    assert answer.latency_ms["judge"] > 0
+    assert not answer.tokens.get("judge", {}).get("prompt")
     # the laxest target CWAR: the sufficiency model lets the question through, so the answer call must have run
     assert answer.tokens["answer"]["prompt"] > 100 and answer.latency_ms["answer"] > 0
     assert answer.decision == "answered" or answer.reason in REFUSAL_REASONS

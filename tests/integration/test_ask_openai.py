@@ -1,6 +1,6 @@
-"""The full policy with the `openai` backend against a real loopback HTTP server: the LLM's
-P(yes) as a feature of the fitted sufficiency model (and the no-LLM model when the server gives
-no log-probabilities), cited answers, the citation and grounding checks that refuse
+"""The full policy with the `openai` backend against a real loopback HTTP server: once the
+loopback model is calibrated (`pagerag calibrate --llm`'s fit), its P(yes) weighed with the
+reader's P(sufficient) (and the reader's model alone when the server gives no log-probabilities), cited answers, the citation and grounding checks that refuse
 `unsupported_answer`, and the tokens/latency each stage records."""
 from __future__ import annotations
 
@@ -47,6 +47,32 @@ def gate(tmp_path_factory):
     return permissive_gate(tmp_path_factory.mktemp("rcs"))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def calibrated(tmp_path_factory):
+    """The loopback model calibrated as `pagerag calibrate --llm openai` does (the packaged sample,
+    a model knowing its labels), in a cache of this module's own: only then does `ask` weigh the
+    LLM's P(yes) with the reader. Returns the fitted decision."""
+    from pagerag.evaluate.llm_calibration import calibrate_llm, read_sample
+    from pagerag.generate.models import CALIBRATION_SAMPLE, llm_decision_path
+    from pagerag.llm import get_llm
+    from pagerag.settings import load_settings
+
+    rows = [r for r in read_sample(CALIBRATION_SAMPLE) if r.get("label") is not None][:40]
+    supported = [r["question"] for r in rows if r["label"] == 1]
+
+    def logprobs(body: dict) -> dict[str, float]:
+        known = any(q in body["messages"][-1]["content"] for q in supported)
+        return {"Yes": -0.05, "No": -3.0} if known else {"Yes": -3.0, "No": -0.05}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PAGERAG_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        with LoopbackOpenAIServer(top_logprobs=logprobs) as server:
+            llm = get_llm(load_settings(environ={}, llm=loopback_llm(server)).llm)
+            model, _ = calibrate_llm(llm, CALIBRATION_SAMPLE, None, limit=len(rows))
+            model.save(llm_decision_path(llm))
+        yield model
+
+
 def ask(printer_repo, gate, server, question=QUESTION, **sections):
     # a lax sufficiency threshold unless a test sets one: these tests are about what follows it
     sections["generate"] = {"target_cwar": 0.99, **sections.get("generate", {})}
@@ -70,20 +96,19 @@ def test_p_yes_feeds_the_llm_sufficiency_model_then_a_cited_answer(printer_repo,
     # tokens come from the server's usage (its word counts), latency from the calls
     assert answer.tokens["judge"]["prompt"] > 0 and answer.tokens["answer"]["completion"] == len(REPLY.split())
     assert answer.latency_ms["judge"] > 0 and answer.latency_ms["answer"] > 0
-    # each prompt stays within its evidence budget plus the template (tiktoken): the yes/no call
-    # reads the first excerpts (judge_context_tokens), the answer all of them (context_tokens)
+    # each prompt stays within its evidence budget, the graph context's and the template's (tiktoken):
+    # the yes/no call reads the first excerpts (judge_context_tokens), the answer all of them (context_tokens)
     cfg = PageRAG(printer_repo).settings.generate
     judge_tokens, answer_tokens = (count_message_tokens(b["messages"]) for b in bodies)
-    assert judge_tokens <= cfg.judge_context_tokens + 250 and answer_tokens <= cfg.context_tokens + 250
+    assert judge_tokens <= cfg.judge_context_tokens + cfg.graph_context_tokens + 250
+    assert answer_tokens <= cfg.context_tokens + cfg.graph_context_tokens + 250
     assert judge_tokens < answer_tokens
 
 
-def test_the_llms_p_yes_moves_p_sufficient_the_way_the_fitted_model_weighs_it(printer_repo, gate):
-    from pagerag.generate.models import SUFFICIENCY_LLM, packaged
+def test_the_llms_p_yes_moves_p_sufficient_the_way_the_fitted_model_weighs_it(printer_repo, gate, calibrated):
     from pagerag.generate.sufficiency import LLM_FEATURE
 
-    model = packaged(SUFFICIENCY_LLM)
-    weight = model.weights[model.feature_names.index(LLM_FEATURE)]
+    weight = calibrated.weights[calibrated.feature_names.index(LLM_FEATURE)]
     scores = {}
     for name, logprobs in (("yes", YES), ("no", NO)):
         with LoopbackOpenAIServer(reply=replies(), top_logprobs=logprobs) as server:
