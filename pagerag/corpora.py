@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import ConfigError, InputError
+from .resources import sha256_of
 
 PREFIX = "corpus:"
 BUILDABLE_KINDS = ("book",)
@@ -130,13 +131,6 @@ def default_mirrors() -> list[Path]:
     data = os.environ.get("PAGERAG_DATA_DIR", "")
     return [Path(data)] if data and Path(data).is_dir() else []
 
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _verified(path: Path, item: CatalogFile) -> bool:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RepositoryError
+from .resources import sha256_of
 
 SCHEMES = ("s3",)
 LATEST = "LATEST"
@@ -179,7 +180,7 @@ class ObjectRepository:
                 rel = path.relative_to(local).as_posix()
                 if rel == COMPLETE:
                     continue
-                sha = _sha256(path)
+                sha = sha256_of(path)
                 files[rel] = [sha, path.stat().st_size]
                 if sha not in known:
                     self.client.upload_file(str(path), self.bucket, self.key(f"blobs/{sha}"))
@@ -206,13 +207,6 @@ class ObjectRepository:
             (target / COMPLETE).write_text(str(version))
         return version
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def local_version(repo: str | Path) -> Path:

@@ -5,6 +5,7 @@ pyproject.toml); in a source checkout they sit at the top level beside `pagerag/
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -25,3 +26,13 @@ def load_prompt(name: str) -> str:
     """The text of prompt template `name` (a file prompts/<name>.txt)."""
     path = resource_dir("prompts") / f"{name}.txt"
     return path.read_text(encoding="utf-8")
+
+
+def sha256_of(path: Path) -> str:
+    """A file's sha256 (hex), read in 1 MiB blocks: the one checksum of model files, downloads and
+    object-storage blobs."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

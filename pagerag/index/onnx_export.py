@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..resources import sha256_of
 
 RECIPE = 1  # bump when the export or quantisation recipe changes: old exports are redone
 FP32, INT8 = "model.fp32.onnx", "model.int8.onnx"
@@ -103,13 +104,6 @@ def supports(model_dir: Path) -> bool:
     )
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def _stamp(path: Path) -> list[int]:
     st = path.stat()
@@ -128,7 +122,7 @@ def _verified(directory: Path, model_dir: Path) -> dict | None:
         for name, record in records.items():
             if _stamp(paths[name]) == record["stamp"]:
                 continue
-            if sha256_file(paths[name]) != record["sha256"]:
+            if sha256_of(paths[name]) != record["sha256"]:
                 return None  # truncated, corrupted, or new source weights: export again
             record["stamp"], changed = _stamp(paths[name]), True  # same bytes, touched or copied
         if changed:
@@ -193,7 +187,7 @@ def _export(model_dir: Path, directory: Path) -> dict:
 
 
 def _record(path: Path) -> dict:
-    return {"sha256": sha256_file(path), "stamp": _stamp(path)}
+    return {"sha256": sha256_of(path), "stamp": _stamp(path)}
 
 
 def _trace(model_dir: Path, target: Path) -> np.ndarray:

@@ -13,7 +13,6 @@ tokenizer it was trained with; nothing is downloaded and torch is not imported.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -25,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import PageRAGError
+from ..resources import sha256_of
 from .inputs import Limits, Pair, PairEncoder, Passage, batch_arrays
 
 MODEL_DIR = Path(__file__).with_name("model")
@@ -41,13 +41,6 @@ class Read:
     span: tuple[int, int] | None  # (start, end) of the best answer span in the sentence text
     margin: float  # the span's score minus the no-answer score (> 0: the span beats "no answer")
 
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def load_metadata(directory: Path) -> dict:

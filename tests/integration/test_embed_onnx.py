@@ -50,10 +50,10 @@ def test_export_records_the_sha256_of_the_source_and_of_each_file(export):
     directory = Path(export["paths"]["fp32"]).parent
     meta = json.loads((directory / onnx_export.METADATA).read_text())
     source = resolve_model_path(MODEL) / "model.safetensors"
-    assert meta["source"]["sha256"] == onnx_export.sha256_file(source)
+    assert meta["source"]["sha256"] == onnx_export.sha256_of(source)
     assert set(meta["files"]) == {Path(p).name for p in export["paths"].values()}
     for name, record in meta["files"].items():
-        assert record["sha256"] == onnx_export.sha256_file(directory / name)
+        assert record["sha256"] == onnx_export.sha256_of(directory / name)
     assert meta["checks"]["fp32_vs_torch_cosine_min"] >= onnx_export.MIN_FP32_COSINE
     assert ("int8" in export["paths"]) == (meta["checks"]["int8_vs_fp32_cosine_min"] >= onnx_export.MIN_INT8_COSINE)
 
@@ -100,7 +100,7 @@ def test_a_corrupted_export_is_detected_and_redone(export, tmp_path, monkeypatch
     finally:
         onnx_export.ensure_export.cache_clear()
     assert "exporting the embedding model to ONNX" in capfd.readouterr().err
-    assert onnx_export.sha256_file(target) == meta["files"][name]["sha256"] != hashlib.sha256(data).hexdigest()
+    assert onnx_export.sha256_of(target) == meta["files"][name]["sha256"] != hashlib.sha256(data).hexdigest()
 
 
 def test_onnx_matches_sentence_transformers_on_book_passages(export, book_passages):
