@@ -171,9 +171,9 @@ class PinnedDirectory:
         except OSError:
             return None  # missing or not a directory: read_manifest names the problem
 
-    def __del__(self) -> None:
+    def __del__(self, _close=os.close) -> None:  # bound now: at interpreter exit `os` may be gone
         try:
-            os.close(self.fd)
+            _close(self.fd)
         except OSError:
             pass
 
@@ -328,15 +328,19 @@ class WriterLock:
     def __enter__(self) -> "WriterLock":
         import fcntl
 
-        fh = open(self.path, "a+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "?"
-            fh.close()
-            raise RepositoryError(f"{self.repo}: another writer (pid {holder}) is changing this repository; "
-                                  "try again when it has finished (or pass --wait)") from None
+        while True:
+            fh = open(self.path, "a+")
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if self.wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "?"
+                fh.close()
+                raise RepositoryError(f"{self.repo}: another writer (pid {holder}) is changing this repository; "
+                                      "try again when it has finished (or pass --wait)") from None
+            if self._still_linked(fh):
+                break
+            fh.close()  # the holder removed the file as it let go (see __exit__): lock the new one
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
@@ -346,8 +350,16 @@ class WriterLock:
 
     def __exit__(self, *exc) -> None:
         if self._fh is not None:
+            if not self.repo.exists():  # a first build that failed or was cancelled leaves nothing behind
+                self.path.unlink(missing_ok=True)
             self._fh.close()  # closing releases the lock
             self._fh = None
+
+    def _still_linked(self, fh) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(fh.fileno()).st_ino
+        except FileNotFoundError:
+            return False
 
 
 def staging_dir(repo: Path, pid: int | None = None) -> Path:

@@ -112,12 +112,17 @@ async def remove_repo(request: Request, repo: str) -> dict:
 
 def _delete_repository(source) -> None:
     import shutil
+    from pathlib import Path
 
     from ..build import cache_dir_for
+    from ..repository import WriterLock
     from . import pins
 
-    shutil.rmtree(source, ignore_errors=True)
-    shutil.rmtree(cache_dir_for(source), ignore_errors=True)
+    source = Path(source)
+    with WriterLock(source, wait=True):  # after any writer (a CLI add); the lock file goes with it
+        shutil.rmtree(source, ignore_errors=True)
+        shutil.rmtree(cache_dir_for(source), ignore_errors=True)
+        shutil.rmtree(source.parent / f".{source.name}.previous", ignore_errors=True)
     pins.forget(source)
 
 

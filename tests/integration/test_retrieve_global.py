@@ -109,11 +109,11 @@ def test_the_answerer_reads_the_graph_context_beside_the_excerpts(carol_repo, tm
                 generate={"target_cwar": 0.99}).ask(GLOBAL)  # a lax threshold: the prompts are tested
     judged = [p for p in seen if "Is the answer to this question written in the excerpts" in p]
     answered = [p for p in seen if "Answer the question using only the excerpts" in p]
-    assert judged and answered
+    # not calibrated for this LLM (`pagerag calibrate --llm`): the reader's model decides, no
+    # yes/no prompt (a calibrated judge's prompt and its graph context: test_ask_openai)
+    assert answered and not judged
     assert "Graph context" in answered[-1]
-    # the judge reads a prefix of the excerpts (generate.judge_context_tokens), so it gets the
-    # graph items drawn from those only -- possibly none
-    for shown in [p for p in (judged[-1], answered[-1]) if "Graph context" in p]:
+    for shown in [answered[-1]]:
         assert shown.index("Excerpts from the book") < shown.index("Graph context") < shown.index("Question:")
         block = shown.split("Graph context", 1)[1].split(">>>", 1)[0]
         items = [line for line in block.splitlines() if line.startswith("- ")]
