@@ -141,3 +141,16 @@ class ConnectionRecorder:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self.sock.close()
+
+
+def next_version(registry, name: str, old, timeout: float = 180.0):
+    """After a publish: ask once (the registry notices the change and opens the new version in
+    the background), then wait until it is the current one; it must be a different version."""
+    with registry.use(name):
+        pass
+    deadline = time.monotonic() + timeout
+    while registry.current(name) is old and time.monotonic() < deadline:
+        time.sleep(0.1)
+    new = registry.current(name)
+    assert new is not old and new.version != old.version
+    return new

@@ -11,7 +11,7 @@ import time
 
 import httpx
 from helpers.questions import ARRIVAL, METCALF
-from serving import ANSWERABLE
+from serving import ANSWERABLE, next_version
 
 QUESTIONS = [ANSWERABLE, ARRIVAL, METCALF]  # training questions of the served book (helpers/questions.py)
 
@@ -118,13 +118,7 @@ def test_question_in_flight_keeps_the_old_version_across_a_publish(printer_repo,
             (staging / "manifest.json").write_text(json.dumps(manifest))
             publish(staging, repo)  # the build's own atomic swap: the old directory is deleted
             assert not staging.exists()
-            with registry.use("r"):  # the change is noticed; the new version opens in the background
-                pass
-            deadline = time.monotonic() + 120
-            while registry.current("r") is old and time.monotonic() < deadline:
-                time.sleep(0.1)
-            new = registry.current("r")
-            assert new is not old and new.version != old.version
+            new = next_version(registry, "r", old, timeout=120)
             with registry.use("r") as now:
                 assert now is new  # a new question gets the new version
             answer = old.rag(registry.config.settings()).ask(ANSWERABLE)  # the old one still answers
