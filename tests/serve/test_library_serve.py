@@ -2,7 +2,6 @@
 it (questions in flight keep the old one), and a question can be limited to one document."""
 from __future__ import annotations
 
-
 import pytest
 from serving import next_version
 
