@@ -125,8 +125,8 @@ CROWDED = {
     "analysis": {"links": [{"name": "Ebenezer Scrooge"}, {"name": "Jacob Marley"}]},
     "hints": [{"kind": "path", "text": f"Ebenezer Scrooge —[{rel}]→ {other}"} for rel, other in [
         ("was the business partner of", "Jacob Marley"), ("employs as his clerk", "Bob Cratchit"),
-        ("is the uncle of", "Fred the nephew"), ("is visited by", "Ghost of Christmas Past"),
-        ("is visited by", "Ghost of Christmas Present"), ("is visited by", "Ghost of Christmas Yet To Come"),
+        ("is the uncle of", "Fred the nephew"), ("is visited by", "Keeper of Northern Light"),
+        ("is visited by", "Warden of the Eastern Gate"), ("is visited by", "Lady of the Long Table Yet"),
         ("was apprenticed to", "Old Fezziwig"), ("was engaged to", "Belle"), ("refuses to give to", "the portly gentlemen"),
         ("buys the prize turkey for", "the Cratchit family"), ("hears the story of", "Tiny Tim")]]
     + [{"kind": "path", "text": "Jacob Marley —[wears the chain he forged in]→ Life ←[is haunted by]— Ebenezer Scrooge"}],

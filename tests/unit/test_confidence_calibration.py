@@ -9,10 +9,10 @@ from pagerag.errors import PageRAGError
 
 def test_every_quote_must_be_inside_the_evidence():
     evidence = ["\u2018Mr. Tolliver has been gone these seven years,\u2019 Hobbs replied.",
-                "He left seven years ago,", "this very night."]
+                "He sailed nine winters ago,", "that same evening."]
     assert evidence_contains_all(evidence, ["'Mr. Tolliver has been   gone these seven years,'"])
     # a quote straddling two adjacent passages counts (evidence joined in order)
-    assert evidence_contains_all(evidence, ["He left seven years ago, this very night."])
+    assert evidence_contains_all(evidence, ["He sailed nine winters ago, that same evening."])
     assert not evidence_contains_all(evidence, ["seven years", "Ned Tolley"])
 
 

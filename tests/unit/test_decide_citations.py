@@ -82,9 +82,9 @@ def test_answer_support_counts_words_the_cited_excerpts_bear_out():
     from pagerag.generate.answer import answer_support
     from pagerag.records import Citation
 
-    cited = [Citation("b:1", "b", "b.txt", 0, 60, "'my clerk, with twelve pence a week, and a wife'", n=1, line=3)]
-    question = "How much does Hobbs say his clerk earns per week?"
-    assert answer_support("Hobbs says his clerk earns twelve pence a week [1].", cited, question) == 1.0
+    cited = [Citation("b:1", "b", "b.txt", 0, 60, "'my cook, with twelve pence a week, and a wife'", n=1, line=3)]
+    question = "What wage does Hobbs say his cook earns a week?"
+    assert answer_support("Hobbs says his cook earns twelve pence a week [1].", cited, question) == 1.0
     assert answer_support("The ship left at dawn [1].", cited, question) == 0.0
     assert 0.3 < answer_support("He earns twelve pence, twice the pay of Queen Victoria [1].", cited, question) < 0.7
 

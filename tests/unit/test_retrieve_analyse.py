@@ -52,15 +52,15 @@ def view():
 
 def test_normalise_name():
     assert normalise_name("Scrooge's") == "scrooge"
-    assert normalise_name("The  Ghost of Christmas Past!") == "ghost of christmas past"
+    assert normalise_name("The  Keeper of Northern Light!") == "keeper of northern light"
     assert normalise_name("Mr. Scrooge") == "mr scrooge"
     assert normalise_name("Scrooge\u2019s") == "scrooge"
 
 
 def test_candidate_mentions_are_capitalised_runs():
-    q = "How is Bob Cratchit related to the Ghost of Christmas Past?"
+    q = "How is Tom Piper related to the Keeper of Northern Light?"
     spans = [s.text for s in linking.candidate_mentions(q)]
-    assert "Bob Cratchit" in spans and "Ghost of Christmas Past" in spans
+    assert "Tom Piper" in spans and "Keeper of Northern Light" in spans
     assert "How" not in spans  # a stopword alone is not a mention
 
 
