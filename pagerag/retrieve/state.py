@@ -51,6 +51,8 @@ class GraphView:
         return self.graph.entities[self.entity_row[entity_id]]
 
 
+PREBUILT_VIEW = "governed"  # the graph view the build snapshots (settings.retrieve.graph's default)
+
 class RepoState:
     """Everything a question needs from one repository, loaded once.
 
@@ -92,16 +94,12 @@ class RepoState:
                 f"{self.path}: {self.vectors.shape[0]} passage vectors for {len(self.passages)} passages; rebuild it")
 
     def _save_snapshot(self) -> None:
-        """Everything a question derives from the repository alone goes in: the graph views with
-        their PPR matrices and community rows, and the stems' document frequencies. The build
-        writes it, so no question pays for any of it."""
-        from ..repository import GRAPH_KINDS
-
-        for kind in GRAPH_KINDS:  # one file per view: a question loads only the graph it reads
-            view = self.view(kind)
-            self.ppr_graph(kind)
-            self.community_rows(kind)
-            _write_pickle(_snapshot_path(f"{self.key}-{kind}"), view)
+        """Everything a question derives from the repository alone goes in: the governed graph's
+        view with its PPR matrix and community rows, and the stems' document frequencies. The
+        build writes it, so no question pays for any of it. The raw graph's view (read only by
+        the raw-graph ablation) is snapshotted by the first question that reads it: building it
+        here held both views at once, the largest part of a library add's peak memory."""
+        self.view(PREBUILT_VIEW)
         _write_pickle(_snapshot_path(self.key), (self.passages, self.vectors, self.stem_frequencies()))
 
     def stem_frequencies(self) -> tuple[dict[str, int], int]:
@@ -179,8 +177,21 @@ class RepoState:
     def view(self, kind: str) -> GraphView:
         with self._lock:
             if kind not in self._views:
-                self._views[kind] = _load_snapshot(f"{self.key}-{kind}") or self._load_view(kind)
+                snapshot = _load_snapshot(f"{self.key}-{kind}")
+                self._views[kind] = snapshot or self._load_view(kind)
+                if snapshot is None:
+                    self._save_view(kind)
             return self._views[kind]
+
+    def _save_view(self, kind: str) -> None:
+        """One file per view, with its PPR matrix and community rows: a question loads only the
+        graph it reads, and builds it once per version."""
+        self.ppr_graph(kind)
+        self.community_rows(kind)
+        try:
+            _write_pickle(_snapshot_path(f"{self.key}-{kind}"), self._views[kind])
+        except OSError:
+            pass  # an unwritable cache dir: this process keeps the view, the next builds it again
 
     def _load_view(self, kind: str) -> GraphView:
         try:

@@ -98,3 +98,8 @@ def test_the_build_writes_the_query_snapshot(story, tmp_path):
     assert vectors and vectors[0].stat().st_mtime <= built  # the community operator's vectors too
     df, n = state.stem_frequencies()  # IDF counts came with the snapshot
     assert n == len(state.passages) and df["keeper"] >= 1
+    governed, raw = (_snapshot_path(f"{state.key}-{kind}") for kind in ("governed", "raw"))
+    assert governed.is_file() and governed.stat().st_mtime <= built  # the graph questions read by default
+    assert not raw.is_file()  # the raw graph (an ablation's) is not held in memory by the build ...
+    view = state.view("raw")
+    assert raw.is_file() and view._ppr is not None  # ... but snapshotted by the first question reading it
