@@ -7,6 +7,7 @@ BM25 candidates. Held out by book (the reader's three folds, pagerag.train.stack
 is compared with BM25's own best score and with the shipped recipe's fold model on the same
 candidates. Training books only choose anything here; the DEV sets are printed for reporting.
 
+    pip install -e ".[train]"                                                  # accelerate, datasets
     python benchmarks/reader_sketch.py --work /tmp/sketch --folds 0            # one fold
     python benchmarks/reader_sketch.py --work /tmp/sketch --folds 0,1,2 --readers /work/data/readers2
 """
