@@ -172,3 +172,18 @@ def test_embedding_merge_needs_same_type_and_shared_passages(embed):
     assert by_alias(governed, "door knocker").aliases == ["door knocker"]  # no shared passage
     assert by_alias(governed, "Tiny-Tim").aliases == ["Tiny-Tim"]  # different types
     assert report["embedding_merges"] == 1
+
+
+def test_similar_pairs_a_block_at_a_time_are_those_of_the_whole_matrix(monkeypatch):
+    import numpy as np
+
+    from pagerag.graph import govern
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(1300, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    monkeypatch.setattr(govern, "SIMILARITY_ROWS", 500)  # three blocks, the last one short
+    got = govern._similar_pairs(vectors, 0.9)
+    rows, cols = np.nonzero(np.triu(vectors @ vectors.T, k=1) >= 0.9)
+    assert len(got) > 100 and all(a < b for a, b, _ in got)
+    assert {(a, b) for a, b, _ in got} == set(zip(rows.tolist(), cols.tolist()))
