@@ -49,12 +49,10 @@ class Book:
     def sentence(self, i: int) -> str:
         return self.text[self.spans[i][0]:self.spans[i][1]]
 
-    def context(self, i: int) -> tuple[str, str]:
-        s, e = self.spans[i]
-        return self.text[max(0, s - 300):s], self.text[e:e + 160]
-
 
 def load_book(path: Path) -> Book:
+    """A book's sentences with BM25 over them (bm25s, as the sketch had it; the repository's
+    BM25Index ranks passages, not sentences)."""
     import bm25s
 
     text = re.sub(r"\s+", " ", path.read_text(encoding="utf-8"))  # evidence quotes match this form
@@ -149,13 +147,13 @@ def evaluate(score_pairs, book: Book, rows: list[dict], shipped=None) -> dict[st
     """Per question: the best candidate's score (this model, BM25, the shipped fold reader), and
     for answerable questions whose answer sentence is a candidate, the best score again with the
     answer sentences taken away; per candidate of an answerable question, (is it an answer, score)."""
-    from pagerag.read import Passage
+    from pagerag.read import around
 
     raw: dict[str, list] = {key: [] for key in RAW}
     for row in rows:
         ids, scores = candidates(book, row["question"])
         p = list(map(float, score_pairs([(row["question"], book.sentence(i)) for i in ids])))
-        ship = [r.p for r in shipped.read(row["question"], [Passage(book.sentence(i), *book.context(i)) for i in ids])] \
+        ship = [r.p for r in shipped.read(row["question"], [around(book.text, *book.spans[i]) for i in ids])] \
             if shipped is not None else None
         raw["y"].append(int(row["answerable"]))
         raw["best"].append(max(p))

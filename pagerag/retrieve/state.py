@@ -53,6 +53,7 @@ class GraphView:
 
 PREBUILT_VIEW = "governed"  # the graph view the build snapshots (settings.retrieve.graph's default)
 
+
 class RepoState:
     """Everything a question needs from one repository, loaded once.
 
@@ -98,7 +99,8 @@ class RepoState:
         view with its PPR matrix and community rows, and the stems' document frequencies. The
         build writes it, so no question pays for any of it. The raw graph's view (read only by
         the raw-graph ablation) is snapshotted by the first question that reads it: building it
-        here held both views at once, the largest part of a library add's peak memory."""
+        here held both views at once (this step's peak RSS at 22 books: 1,969 MB with both, 1,082
+        MB with the governed one)."""
         self.view(PREBUILT_VIEW)
         _write_pickle(_snapshot_path(self.key), (self.passages, self.vectors, self.stem_frequencies()))
 
