@@ -15,6 +15,15 @@ from serving import ThreadServer
 BOOK = ("Mr. Fezziwig kept a warehouse in the city of London.\n\n"
         "Every Christmas Eve Mr. Fezziwig gave a ball for his apprentices, Ebenezer and Dick Wilkins.\n\n"
         "Mrs. Fezziwig danced with Mr. Fezziwig, and the fiddler played until eleven o'clock.\n")
+# Long enough (~40k words) that a build is still embedding or reading when the test cancels it: a
+# cancel that comes once the build is publishing is too late by design (the job ends `done`).
+CLERKS = ("Dick Wilkins", "Tom Sprigg", "Ned Harrow", "Will Castle", "Amos Pike", "Jonas Reed", "Eli Marsh")
+PLACES = ("Cornhill", "Thames Street", "Leadenhall", "Fish Street Hill", "Cheapside", "Bishopsgate")
+LONG_BOOK = "\n\n".join(
+    f"In the winter of {1780 + i % 40} the clerk {CLERKS[i % 7]} counted {i * 7 % 997} ledgers in the warehouse on "
+    f"{PLACES[i % 6]}, and Mr. Fezziwig paid him {i % 13 + 2} shillings for the work of day {i}. "
+    f"{CLERKS[(i + 3) % 7]} carried the candles from {PLACES[(i + 1) % 6]} before the bells rang {i % 12 + 1}."
+    for i in range(1200))
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +68,7 @@ def models(url: str) -> set[str]:
 
 def test_the_queue_is_bounded_and_jobs_can_be_cancelled(builder):
     url = builder.url
-    first, second = upload(url, "first"), upload(url, "second")
+    first, second = upload(url, "first", text=LONG_BOOK), upload(url, "second")
     assert first.status_code == 202 and second.status_code == 202, (first.text, second.text)
     third = upload(url, "third")
     assert third.status_code == 429, third.text
@@ -73,7 +82,7 @@ def test_the_queue_is_bounded_and_jobs_can_be_cancelled(builder):
     wait_for(url, first.json()["id"], ("running",))
     deadline = time.monotonic() + 300
     while httpx.get(f"{url}/v1/builds/{first.json()['id']}").json()["stage"] is None and time.monotonic() < deadline:
-        time.sleep(0.2)  # until the build reports progress from its process
+        time.sleep(0.2)  # until the build works on the text in its process (long before it publishes)
     running = httpx.delete(f"{url}/v1/builds/{first.json()['id']}", timeout=60)
     assert running.status_code in (200, 202), running.text
     ended = wait_for(url, first.json()["id"], ("cancelled", "done", "failed"))
