@@ -13,6 +13,7 @@ every sentence quoted from them and every member named only in them.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -55,22 +56,56 @@ def community_passage_centrality(view: GraphView, passage_index: dict[str, int])
 
 def community_relevance(query: Query, view: GraphView, passage_sims: np.ndarray) -> np.ndarray:
     """Per community: SUMMARY_SHARE * cosine(question, title + summary) + the rest * mean cosine
-    of its NEAREST_PASSAGES best visible passages (-inf for a community it cannot open)."""
+    of its NEAREST_PASSAGES best visible passages (-inf for a community it cannot open).
+    Computed for all communities at once: a library holds ten thousand of them."""
     summary_sims = query.state.community_vectors(view, query.encode) @ query.vector
-    rows_of = query.state.community_rows(query.plan.graph)
+    segments = query.state.memo(("community_segments", query.plan.graph),
+                                lambda: CommunitySegments.of(view, query.state.community_rows(query.plan.graph)))
     relevance = np.full(len(view.graph.communities), -np.inf)
-    for i, community in enumerate(view.graph.communities):
-        rows, _ = rows_of[i]
-        if len(community.entity_ids) < MIN_ENTITIES or rows.size == 0:
-            continue
-        sims = passage_sims[rows]
-        k = min(NEAREST_PASSAGES, sims.size)
-        best = np.partition(sims, sims.size - k)[sims.size - k:]
-        if not np.isfinite(best).any():
-            continue  # every passage hidden
-        nearest = float(best[np.isfinite(best)].mean())
-        relevance[i] = SUMMARY_SHARE * float(summary_sims[i]) + (1 - SUMMARY_SHARE) * nearest
+    if segments.index.size:
+        nearest = segments.mean_of_best(passage_sims, NEAREST_PASSAGES)
+        opened = np.isfinite(nearest)  # a community whose passages are all hidden cannot be opened
+        index = segments.index[opened]
+        relevance[index] = SUMMARY_SHARE * summary_sims[index] + (1 - SUMMARY_SHARE) * nearest[opened]
     return relevance
+
+
+@dataclass(frozen=True)
+class CommunitySegments:
+    """The passage rows of every community that can be opened (MIN_ENTITIES members, some
+    passage), concatenated, so per-community top-k runs as a few whole-array operations."""
+
+    index: np.ndarray  # the communities' indices in the view
+    rows: np.ndarray  # their passage rows, one community after another
+    starts: np.ndarray  # where each community's rows begin in `rows`
+    owner: np.ndarray  # per entry of `rows`, its position in `index`
+
+    @classmethod
+    def of(cls, view: GraphView, rows_of: list[tuple[np.ndarray, np.ndarray]]) -> "CommunitySegments":
+        index = [i for i, c in enumerate(view.graph.communities)
+                 if len(c.entity_ids) >= MIN_ENTITIES and rows_of[i][0].size]
+        sizes = np.array([rows_of[i][0].size for i in index], np.int64)
+        rows = np.concatenate([rows_of[i][0] for i in index]) if index else np.zeros(0, np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if index else np.zeros(0, np.int64)
+        return cls(np.array(index, np.int64), rows, starts, np.repeat(np.arange(len(index)), sizes))
+
+    def mean_of_best(self, passage_sims: np.ndarray, k: int) -> np.ndarray:
+        """Per community, the mean of the finite values among its k largest passage similarities
+        (-inf when none is finite)."""
+        values = passage_sims[self.rows].astype(np.float64)
+        position = np.arange(values.size)
+        total, count = np.zeros(self.index.size), np.zeros(self.index.size)
+        for _ in range(k):
+            best = np.maximum.reduceat(values, self.starts)
+            finite = np.isfinite(best)
+            total[finite] += best[finite]
+            count[finite] += 1
+            # take one occurrence of each community's best out of the running
+            first = np.minimum.reduceat(np.where(values == best[self.owner], position, values.size), self.starts)
+            values[first[first < values.size]] = -np.inf
+        out = np.full(self.index.size, -np.inf)
+        out[count > 0] = total[count > 0] / count[count > 0]
+        return out
 
 
 def pick_communities(view: GraphView, relevance: np.ndarray, limit: int) -> list[tuple[int, float]]:
