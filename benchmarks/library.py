@@ -4,6 +4,7 @@
     nice -n 19 python benchmarks/library.py --work /tmp/libbench-ray --executor ray
     python benchmarks/library.py --work DIR --cold-command ask              # once `pagerag ask` works again
     python benchmarks/library.py --work DIR --report                        # print the table of a run again
+    python benchmarks/library.py --work DIR --remeasure                     # warm/cold/recall again, this code
     python benchmarks/library.py --work DIR --project RAY_DIR                # a 1,000-book library on 32 cores
 
 Books: the 20 GraphRAG-Bench novels and the 6 others in books/; the first step builds one book
@@ -173,6 +174,8 @@ def main() -> None:
     ap.add_argument("--ann-min-rows", type=int, default=None, help="embed.ann_min_rows for the adds (default: the setting's).")
     ap.add_argument("--steps", default=",".join(map(str, STEPS)), help="Books added per step.")
     ap.add_argument("--report", action="store_true", help="Only print the table of <work>/library.jsonl.")
+    ap.add_argument("--remeasure", action="store_true", help="Measure the grown library's warm retrieval, cold "
+                    "process and recall again with this checkout's code (no add); appended to <work>/remeasure.jsonl.")
     ap.add_argument("--project", type=Path, default=None, help="Project a 1,000-book library on a 32-core cluster from "
                     "this local run (<work>) and a Ray run's directory (its per-task stage seconds).")
     ap.add_argument("--books", type=int, default=1000)
@@ -193,6 +196,9 @@ def main() -> None:
         return
     repo = args.work / "library.rag"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    if args.remeasure:
+        remeasure(repo, [json.loads(l) for l in log.read_text().splitlines()][-1], args, env)
+        return
     all_books = books(args.data)
     done_rows = [json.loads(l) for l in log.read_text().splitlines()] if log.is_file() else []
     have = sum(r["added"] for r in done_rows)
@@ -238,6 +244,25 @@ def main() -> None:
             fh.write(json.dumps(row) + "\n")
         print(f"step {step}: {position} books, {row['seconds']}s, load {row['load']:.2f}", flush=True)
     print_table([json.loads(l) for l in log.read_text().splitlines()])
+
+
+def remeasure(repo: Path, last: dict, args, env: dict) -> None:
+    """The last step's measurements again, on the same library and questions, with this code."""
+    qs = [json.loads(l) for l in (args.work / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    warm = warm_and_recall(repo, qs, args.work, env)
+    ms = [r["ms"] for r in warm["rows"]]
+    first = [r["recall"] for r in warm["rows"] if r["book"] == FIRST]
+    commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    row = {**last, "commit": commit, "p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95),
+           "cold_s": cold(repo, qs, args.cold_command, env), "recall_all": statistics.mean(r["recall"] for r in warm["rows"]),
+           "recall_first": statistics.mean(first) if first else float("nan"),
+           "own_book": statistics.mean(r["own_book"] for r in warm["rows"]), "ann_recall10": warm["ann_recall10"],
+           "load": os.getloadavg()[0], "per_book_recall": _per_book(warm["rows"])}
+    with open(args.work / "remeasure.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\n")
+    print(f"remeasured at {commit} (the add's own columns are the growth run's):")
+    print_table([row])
 
 
 DRIVER_STAGES = ("index", "raw_graph", "govern", "communities", "entity_vectors")
