@@ -103,3 +103,13 @@ def test_the_build_writes_the_query_snapshot(story, tmp_path):
     assert not raw.is_file()  # the raw graph (an ablation's) is not held in memory by the build ...
     view = state.view("raw")
     assert raw.is_file() and view._ppr is not None  # ... but snapshotted by the first question reading it
+
+
+def test_validating_a_repository_keeps_no_graph_in_memory(carol_repo):
+    """An add validates the new version, then writes the query snapshot, which reads the governed
+    graph again: validation must not keep both graphs cached beside it (the add's peak memory)."""
+    from pagerag.repository import Repository, validate_repository
+
+    repo = validate_repository(carol_repo)
+    assert Repository.graph.cache_info().currsize == 0
+    assert repo.graph("governed").entities  # still readable when asked again
