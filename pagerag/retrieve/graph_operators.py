@@ -103,12 +103,13 @@ def path(query: Query) -> OperatorResult:
     view = view_for(query)
     ends = [l.entity_id for l in strong_links(query.analysis) if l.entity_id in view.nx][:MAX_PATH_ENDPOINTS]
     visible = visible_relations(view, query)
-    found: list[GraphPath] = []
+    found: list[tuple[list[str], float]] = []
+    bridge_values: dict[int, float] = {}
     for a, b in itertools.combinations(dict.fromkeys(ends), 2):
-        found += [_describe(view, nodes, score, visible) for nodes, score in
-                  paths_between(view, a, b, query.plan.max_hops, query.plan.max_paths, query.vector, visible)]
-    found.sort(key=lambda p: -p.score)
-    chosen = found[: query.plan.max_paths]
+        found += paths_between(view, a, b, query.plan.max_hops, query.plan.max_paths, query.vector, visible,
+                               bridge_values)
+    found.sort(key=lambda p: -p[1])
+    chosen = [_describe(view, nodes, score, visible) for nodes, score in found[: query.plan.max_paths]]
     candidates: dict[int, Candidate] = {}
     hints = []
     for gp in chosen:
@@ -145,13 +146,14 @@ def visible_relations(view: GraphView, query: Query):
 
 
 def paths_between(view: GraphView, a: str, b: str, max_hops: int, k: int, qvec: np.ndarray,
-                  visible=None) -> list[tuple[list[str], float]]:
+                  visible=None, bridge_values: dict[int, float] | None = None) -> list[tuple[list[str], float]]:
     """The k best simple paths a..b of at most `max_hops` edges, by bounded enumeration.
 
     Longer paths are only looked for when shorter ones do not already give k. A path's score is
     the geometric mean of its edge strengths, times 0.85 per extra hop, times how relevant and
     specific its middle entities are (a hub like "man" is a poor bridge). `visible(u, v)`, when
     given, names the usable relations of an edge; an edge with none is not crossed.
+    `bridge_values` keeps each middle entity's value across the calls of one question.
     """
     g = view.nx
     if a == b or a not in g or b not in g:
@@ -161,31 +163,41 @@ def paths_between(view: GraphView, a: str, b: str, max_hops: int, k: int, qvec: 
         paths.append([a, b])
     nb_b = set(g[b])
     if max_hops >= 2 and len(paths) < k:
-        paths += [[a, x, b] for x in set(g[a]) & nb_b if x not in (a, b)]
+        # in the graph's own order, not a set's: string hashes change with every process
+        paths += [[a, x, b] for x in g[a] if x in nb_b and x not in (a, b)]
     if max_hops >= 3 and len(paths) < k:
         heavy = sorted(g[a], key=lambda x: -g[a][x]["info"].weight)[:MAX_BRANCH]
         for x in heavy:
             if x == b:
                 continue
-            for y in set(g[x]) & nb_b:
-                if y not in (a, x, b):
+            for y in g[x]:
+                if y in nb_b and y not in (a, x, b):
                     paths.append([a, x, y, b])
     if visible is not None:
         paths = [p for p in paths if all(visible(u, v) for u, v in zip(p, p[1:]))]
-    scored = [(p, _path_score(view, p, qvec)) for p in paths]
+    values = {} if bridge_values is None else bridge_values
+    scored = [(p, _path_score(view, p, qvec, values)) for p in paths]
     scored.sort(key=lambda t: -t[1])
     return scored[:k]
 
 
-def _path_score(view: GraphView, nodes: list[str], qvec: np.ndarray) -> float:
+def _path_score(view: GraphView, nodes: list[str], qvec: np.ndarray, bridge_values: dict[int, float]) -> float:
     strengths = [edge_strength(view.nx[u][v]["info"].weight) for u, v in zip(nodes, nodes[1:])]
     score = math.exp(sum(math.log(max(s, 1e-6)) for s in strengths) / len(strengths))
     score *= 0.85 ** (len(strengths) - 1)
     middle = [view.entity_row[n] for n in nodes[1:-1]]
     if middle:
-        rel = [0.5 * max(float(view.entity_vectors[r] @ qvec), 0.0) + 0.5 * float(view.specificity[r]) for r in middle]
+        rel = [_bridge_value(view, r, qvec, bridge_values) for r in middle]
         score *= 0.5 + 0.5 * (sum(rel) / len(rel))
     return score
+
+
+def _bridge_value(view: GraphView, row: int, qvec: np.ndarray, values: dict[int, float]) -> float:
+    """How good a middle entity is as a bridge: half its relevance to the question, half its
+    specificity (remembered: the paths of a question share their middles)."""
+    if row not in values:
+        values[row] = 0.5 * max(float(view.entity_vectors[row] @ qvec), 0.0) + 0.5 * float(view.specificity[row])
+    return values[row]
 
 
 def _describe(view: GraphView, nodes: list[str], score: float, visible) -> GraphPath:

@@ -31,6 +31,25 @@ class EdgeInfo:
 
 
 @dataclass
+class WordBlock:
+    """Words with their lengths and a count per letter (columns named by `alphabet`)."""
+
+    words: list[str]
+    lengths: np.ndarray
+    counts: np.ndarray
+    alphabet: dict[str, int]
+
+    @classmethod
+    def of(cls, words: list[str]) -> "WordBlock":
+        alphabet = {c: i for i, c in enumerate(sorted({c for w in words for c in w}))}
+        counts = np.zeros((len(words), len(alphabet)), np.int32)
+        for row, word in enumerate(words):
+            for char in word:
+                counts[row, alphabet[char]] += 1
+        return cls(words, np.array([len(w) for w in words], np.int64), counts, alphabet)
+
+
+@dataclass
 class GraphView:
     kind: str
     graph: Graph
@@ -46,6 +65,14 @@ class GraphView:
     _community_vectors: np.ndarray | None = None
     _ppr: Any = None  # ppr.PPRGraph, built on first use
     _community_rows: Any = None  # per community: (passage rows, centrality), built on first use
+    _fuzzy_blocks: dict[str, "WordBlock"] = field(default_factory=dict)
+
+    def fuzzy_block(self, initial: str) -> "WordBlock":
+        """The words of names that start with `initial`, with their lengths and letter counts
+        (the fuzzy linker's prefilter), built on first use."""
+        if initial not in self._fuzzy_blocks:
+            self._fuzzy_blocks[initial] = WordBlock.of(self.words_by_initial.get(initial, []))
+        return self._fuzzy_blocks[initial]
 
     def entity(self, entity_id: str) -> Entity:
         return self.graph.entities[self.entity_row[entity_id]]
@@ -255,7 +282,7 @@ def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: 
                 name_index.setdefault(norm, []).append((row, how))
     names_of_word: dict[str, list[str]] = {}
     for norm in name_index:
-        for word in set(norm.split()):
+        for word in dict.fromkeys(norm.split()):  # not a set: its order would change with every process
             if len(word) >= 4:
                 names_of_word.setdefault(word, []).append(norm)
     by_initial: dict[str, list[str]] = {}

@@ -193,3 +193,40 @@ def test_question_parts_split_statement_and_question():
     q = "Mr. Hobbs locked the grain store at night. What does he tell Ned later?"
     assert question_parts(q) == ["Mr. Hobbs locked the grain store at night.", "What does he tell Ned later?"]
     assert question_parts("What does Mr. Hobbs tell Ned?") == []
+
+
+_SAME_IN_EVERY_PROCESS = """
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from test_retrieve_analyse import _graph
+from pagerag.records import Entity, Relation
+from pagerag.retrieve.graph_operators import paths_between
+from pagerag.retrieve.state import build_view
+g = _graph()
+# names that share words, and two bridges of equal strength between the same ends
+g.entities += [Entity(f"x{i}", name, "PERSON", [], 2, ["p1"]) for i, name in
+               enumerate(["Tiny Tim Cratchit", "Martha Cratchit", "Peter Cratchit Tim", "Belinda Cratchit"])]
+g.relations += [Relation(f"y{i}", "x0", m, "cooccurs", "cooccurs", 2.0, ["p1"]) for i, m in enumerate(["x1", "x2", "x3"])]
+g.relations += [Relation(f"z{i}", m, "e5", "cooccurs", "cooccurs", 2.0, ["p1"]) for i, m in enumerate(["x1", "x2", "x3"])]
+v = build_view("governed", g, np.zeros((len(g.entities), 8), np.float32), 100, 8)
+q = np.zeros(8, np.float32)
+print(json.dumps([v.words_by_initial, v.names_of_word, paths_between(v, "x0", "e5", 3, 10, q)]))
+"""
+
+
+def test_views_and_paths_do_not_depend_on_the_process_hash_seed():
+    """Names, fuzzy-link candidates and equal-score paths come out in one order whatever the
+    process's string hashing (a set of strings would not)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", _SAME_IN_EVERY_PROCESS, str(Path(__file__).parent)],
+                              env=env, capture_output=True, text=True, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
