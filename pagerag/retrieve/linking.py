@@ -20,7 +20,7 @@ import numpy as np
 from ..records import EntityLink
 from ..text.names import find_names, normalise_name
 from ..text.words import FRAME_WORDS, STOPWORDS, WORD
-from .state import GraphView
+from .state import GraphView, WordBlock
 
 MAX_NGRAM = 5
 # Links below this score (a generic noun phrase, a weak embedding match) do not open the graph.
@@ -83,18 +83,43 @@ def link_fuzzy(question: str, tokens: list[Token], covered: set[int], view: Grap
         norm = normalise_name(tok.text)
         if len(norm) < 4:
             continue
-        words = view.words_by_initial.get(norm[0], [])
-        best = difflib.get_close_matches(norm, words, n=1, cutoff=threshold)
-        if not best:
+        best = closest_word(norm, view.fuzzy_block(norm[0]), threshold)
+        if best is None:
             continue
-        ratio = difflib.SequenceMatcher(None, norm, best[0]).ratio()
-        for name in view.names_of_word[best[0]]:
+        ratio = difflib.SequenceMatcher(None, norm, best).ratio()
+        for name in view.names_of_word[best]:
             # A word of a longer name ("Cratchit" of "Bob Cratchit") is a slightly weaker match.
             quality = ratio if name == best[0] else 0.9 * ratio
             for row, _ in view.name_index[name]:
                 links.append(_link(question, tok.start, tok.end, view.graph.entities[row], "fuzzy", quality, view, row))
         newly.add(i)
     return links, newly
+
+
+def closest_word(word: str, block: WordBlock, cutoff: float) -> str | None:
+    """difflib.get_close_matches(word, block.words, n=1, cutoff)[0], or None — the same answer,
+    but its two cheap upper bounds (length, shared letters) are taken for all words at once in
+    numpy, so only the few words that pass them pay for SequenceMatcher (26 books: ~30k words)."""
+    if not block.words:
+        return None
+    length = len(word)
+    totals = length + block.lengths
+    real_quick = 2.0 * np.minimum(length, block.lengths) / totals
+    counts = np.zeros(block.counts.shape[1], np.int32)
+    for char in word:
+        column = block.alphabet.get(char)
+        if column is not None:
+            counts[column] += 1
+    quick = 2.0 * np.minimum(block.counts, counts).sum(axis=1) / totals
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(word)
+    best: tuple[float, str] | None = None
+    for i in np.flatnonzero((real_quick >= cutoff) & (quick >= cutoff)).tolist():
+        matcher.set_seq1(block.words[i])
+        score = matcher.ratio()
+        if score >= cutoff and (best is None or (score, block.words[i]) > best):
+            best = (score, block.words[i])
+    return None if best is None else best[1]
 
 
 def link_embedding(question: str, spans: list[Token], span_vectors: np.ndarray, view: GraphView,
