@@ -54,20 +54,51 @@ def community_passage_centrality(view: GraphView, passage_index: dict[str, int])
     return out
 
 
-def community_relevance(query: Query, view: GraphView, passage_sims: np.ndarray) -> np.ndarray:
-    """Per community: SUMMARY_SHARE * cosine(question, title + summary) + the rest * mean cosine
-    of its NEAREST_PASSAGES best visible passages (-inf for a community it cannot open).
-    Computed for all communities at once: a library holds ten thousand of them."""
+def nearest_communities(query: Query, view: GraphView, passage_sims: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """The `limit` communities the operator opens (pick_communities over community_relevance)."""
     summary_sims = query.state.community_vectors(view, query.encode) @ query.vector
     segments = query.state.memo(("community_segments", query.plan.graph),
                                 lambda: CommunitySegments.of(view, query.state.community_rows(query.plan.graph)))
-    relevance = np.full(len(view.graph.communities), -np.inf)
-    if segments.index.size:
-        nearest = segments.mean_of_best(passage_sims, NEAREST_PASSAGES)
+    return pick_nearest(view, segments, summary_sims, passage_sims, limit)
+
+
+def community_relevance(segments: "CommunitySegments", summary_sims: np.ndarray, passage_sims: np.ndarray,
+                        positions: np.ndarray | None = None) -> np.ndarray:
+    """Per community of the view: SUMMARY_SHARE * cosine(question, title + summary) + the rest *
+    mean cosine of its NEAREST_PASSAGES best visible passages; -inf for a community it cannot
+    open, or (with `positions`) outside those positions of `segments`."""
+    relevance = np.full(summary_sims.shape[0], -np.inf)
+    part = segments if positions is None else segments.subset(positions)
+    if part.index.size:
+        nearest = part.mean_of_best(passage_sims, NEAREST_PASSAGES)
         opened = np.isfinite(nearest)  # a community whose passages are all hidden cannot be opened
-        index = segments.index[opened]
+        index = part.index[opened]
         relevance[index] = SUMMARY_SHARE * summary_sims[index] + (1 - SUMMARY_SHARE) * nearest[opened]
     return relevance
+
+
+def pick_nearest(view: GraphView, segments: "CommunitySegments", summary_sims: np.ndarray, passage_sims: np.ndarray,
+                 limit: int, first: int = 32) -> list[tuple[int, float]]:
+    """pick_communities(view, community_relevance(...), limit), without the relevance of every
+    community: a community's best passage bounds the mean of its best few, so the exact relevance
+    is needed only for those whose bound beats what is picked (a library holds thousands of
+    communities and half a million community passages). Starts with the `first` highest bounds
+    and widens until every pick is above the bound of all the rest, which makes it exact."""
+    if segments.index.size == 0 or limit <= 0:
+        return []
+    bound = SUMMARY_SHARE * summary_sims[segments.index] + (1 - SUMMARY_SHARE) * segments.best(passage_sims)
+    order = np.argsort(-bound, kind="stable")
+    order = order[np.isfinite(bound[order])]
+    size = first
+    while True:
+        positions = np.sort(order[:size])
+        picked = pick_communities(view, community_relevance(segments, summary_sims, passage_sims, positions), limit)
+        if size >= order.size:
+            return picked
+        rest = float(bound[order[size]])
+        if len(picked) == limit and picked[-1][1] > rest + 1e-12:  # a mean may round one ulp above its max
+            return picked
+        size *= 4
 
 
 @dataclass(frozen=True)
@@ -88,6 +119,19 @@ class CommunitySegments:
         rows = np.concatenate([rows_of[i][0] for i in index]) if index else np.zeros(0, np.int64)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if index else np.zeros(0, np.int64)
         return cls(np.array(index, np.int64), rows, starts, np.repeat(np.arange(len(index)), sizes))
+
+    def best(self, passage_sims: np.ndarray) -> np.ndarray:
+        """Per community, its largest passage similarity (-inf when all its passages are hidden)."""
+        return np.maximum.reduceat(passage_sims[self.rows].astype(np.float64), self.starts)
+
+    def subset(self, positions: np.ndarray) -> "CommunitySegments":
+        """The segments at `positions` (sorted positions in `index`)."""
+        ends = np.append(self.starts[1:], self.rows.size)
+        sizes = ends[positions] - self.starts[positions]
+        rows = np.concatenate([self.rows[self.starts[p]:ends[p]] for p in positions.tolist()]) if positions.size \
+            else np.zeros(0, np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if positions.size else np.zeros(0, np.int64)
+        return CommunitySegments(self.index[positions], rows, starts, np.repeat(np.arange(positions.size), sizes))
 
     def mean_of_best(self, passage_sims: np.ndarray, k: int) -> np.ndarray:
         """Per community, the mean of the finite values among its k largest passage similarities
@@ -129,7 +173,7 @@ def community(query: Query) -> OperatorResult:
     if not view.graph.communities or query.plan.max_communities == 0:
         return OperatorResult("community", [])
     passage_sims = hide(query.state.vectors @ query.vector, query.exclude).astype(np.float64)
-    picked = pick_communities(view, community_relevance(query, view, passage_sims), query.plan.max_communities)
+    picked = nearest_communities(query, view, passage_sims, query.plan.max_communities)
     rows_of = query.state.community_rows(query.plan.graph)
     hidden = HiddenText(query)
     member = np.zeros(len(query.state.passages))  # per passage: relevance of the best opened community holding it
