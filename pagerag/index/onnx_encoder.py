@@ -18,6 +18,11 @@ import numpy as np
 # Word pieces per batch, padding included. Measured on a book's passages (benchmarks/embed_speed.py):
 # 8 full passages per batch took the least CPU; 64 took 25% more (wider padding, colder caches).
 TOKENS_PER_BATCH = 2048
+# A forward pass costs about as much as this many word pieces before it reads any (~5 ms here;
+# each word piece ~0.19 ms on 2 cores): a batch ends early where padding the shorter texts that
+# follow to its width would cost more than a pass of their own (a question's short name mentions
+# after the question itself).
+PASS_COST_TOKENS = 24
 
 
 class OnnxEncoder:
@@ -76,16 +81,26 @@ class OnnxEncoder:
 
 def _batches(order: np.ndarray, lengths: list[int], batch_size: int):
     """Consecutive slices of `order` (longest first): `batch_size` texts each, or (0) as many as
-    keep width x count within TOKENS_PER_BATCH."""
+    keep width x count within TOKENS_PER_BATCH, ended early where padding would cost more than
+    a pass of its own (_narrowing)."""
     lo = 0
     while lo < len(order):
         if batch_size:
             hi = lo + batch_size
         else:
             width = max(lengths[order[lo]], 1)  # the first text of a batch is its widest
-            hi = lo + max(1, TOKENS_PER_BATCH // width)
+            hi = _narrowing(order, lengths, lo, min(len(order), lo + max(1, TOKENS_PER_BATCH // width)), width)
         yield order[lo:hi]
         lo = hi
+
+
+def _narrowing(order: np.ndarray, lengths: list[int], lo: int, hi: int, width: int) -> int:
+    """Where the batch order[lo:hi] should end: at the first text whose padding to `width`,
+    counted over it and the texts after it, costs more than a pass of their own."""
+    for j in range(lo + 1, hi):
+        if (width - lengths[order[j]]) * (hi - j) > PASS_COST_TOKENS:
+            return j
+    return hi
 
 
 def _max_seq_length(model_dir: Path, default: int = 256) -> int:

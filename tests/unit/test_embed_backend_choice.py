@@ -39,3 +39,12 @@ def test_batches_keep_padded_tokens_within_the_budget():
         assert len(batch) * max(lengths[i] for i in batch) <= TOKENS_PER_BATCH
     assert len(batches[0]) == TOKENS_PER_BATCH // 256  # full passages: 8 a batch
     assert [len(b) for b in _batches(order, lengths, 500)] == [500, 500, 120]
+
+
+def test_a_question_is_not_padded_with_its_short_mentions():
+    lengths = [22, 5, 7, 4, 6]  # a question, then name mentions and bridge queries
+    order = np.argsort([-n for n in lengths], kind="stable")
+    batches = [sorted(b.tolist()) for b in _batches(order, lengths, 0)]
+    assert batches == [[0], [1, 2, 3, 4]]
+    similar = [20, 19, 18, 20]  # similar lengths stay in one pass
+    assert len(list(_batches(np.argsort([-n for n in similar], kind="stable"), similar, 0))) == 1
