@@ -5,6 +5,7 @@
     python benchmarks/library.py --work DIR --cold-command ask              # once `pagerag ask` works again
     python benchmarks/library.py --work DIR --report                        # print the table of a run again
     python benchmarks/library.py --work DIR --remeasure                     # warm/cold/recall again, this code
+    nice -n 19 python benchmarks/library.py --work DIR --redo-last          # the last add again, this code
     python benchmarks/library.py --work DIR --project RAY_DIR                # a 1,000-book library on 32 cores
 
 Books: the 20 GraphRAG-Bench novels and the 6 others in books/; the first step builds one book
@@ -176,6 +177,9 @@ def main() -> None:
     ap.add_argument("--report", action="store_true", help="Only print the table of <work>/library.jsonl.")
     ap.add_argument("--remeasure", action="store_true", help="Measure the grown library's warm retrieval, cold "
                     "process and recall again with this checkout's code (no add); appended to <work>/remeasure.jsonl.")
+    ap.add_argument("--redo-last", action="store_true", help="The last step's add again with this checkout's code: "
+                    "a copy of the grown library, its last books removed (`pagerag remove`), then added back "
+                    "(`pagerag add`, timed, peak RSS); appended to <work>/redo.jsonl.")
     ap.add_argument("--project", type=Path, default=None, help="Project a 1,000-book library on a 32-core cluster from "
                     "this local run (<work>) and a Ray run's directory (its per-task stage seconds).")
     ap.add_argument("--books", type=int, default=1000)
@@ -200,6 +204,9 @@ def main() -> None:
         remeasure(repo, [json.loads(l) for l in log.read_text().splitlines()][-1], args, env)
         return
     all_books = books(args.data)
+    if args.redo_last:
+        redo_last(repo, [json.loads(l) for l in log.read_text().splitlines()], all_books, args, env)
+        return
     done_rows = [json.loads(l) for l in log.read_text().splitlines()] if log.is_file() else []
     have = sum(r["added"] for r in done_rows)
     qs: list[dict] = []
@@ -262,6 +269,47 @@ def remeasure(repo: Path, last: dict, args, env: dict) -> None:
     with open(args.work / "remeasure.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")
     print(f"remeasured at {commit} (the add's own columns are the growth run's):")
+    print_table([row])
+
+
+def redo_last(repo: Path, rows: list[dict], all_books: list[Path], args, env: dict) -> None:
+    """The last step's add again, on a copy of the grown library less that step's books."""
+    import shutil
+
+    last = rows[-1]
+    batch = all_books[sum(r["added"] for r in rows[:-1]) : sum(r["added"] for r in rows)]
+    copy = args.work / "redo" / "library.rag"
+    shutil.rmtree(copy.parent, ignore_errors=True)
+    copy.parent.mkdir(parents=True)
+    shutil.copytree(repo, copy, symlinks=True)
+    settings = ["--set", f"embed.ann_min_rows={args.ann_min_rows}"] if args.ann_min_rows is not None else []
+    removed = subprocess.run([sys.executable, "-m", "pagerag.cli", "remove", *[b.stem.lower() for b in batch],
+                              "--repo", str(copy), "-q", *settings], env=env, capture_output=True, text=True)
+    if removed.returncode != 0:
+        raise SystemExit(f"remove failed: {removed.stderr[-400:]}")
+    cmd = [sys.executable, "-m", "pagerag.cli", "add", *map(str, batch), "--repo", str(copy), "-q",
+           "--executor", args.executor, *settings]
+    wall, rss, code, err = run_with_rss(cmd, env)
+    if code != 0:
+        raise SystemExit(f"add failed ({code}): {err}")
+    qs = [json.loads(l) for l in (args.work / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    warm = warm_and_recall(copy, qs, args.work, env)
+    ms = [r["ms"] for r in warm["rows"]]
+    first = [r["recall"] for r in warm["rows"] if r["book"] == FIRST]
+    manifest = json.loads((copy / "manifest.json").read_text())
+    commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    row = {**last, "commit": commit, "seconds": round(wall, 1), "s_per_100k": wall / last["step_words"] * 1e5,
+           "peak_rss_mb": rss, "disk_mb": disk_mb(copy), "passages": warm["passages"],
+           "p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95), "cold_s": cold(copy, qs, args.cold_command, env),
+           "recall_all": statistics.mean(r["recall"] for r in warm["rows"]),
+           "recall_first": statistics.mean(first) if first else float("nan"),
+           "own_book": statistics.mean(r["own_book"] for r in warm["rows"]), "ann_recall10": warm["ann_recall10"],
+           "stage_seconds": manifest.get("stage_seconds", {}), "load": os.getloadavg()[0],
+           "per_book_recall": _per_book(warm["rows"])}
+    with open(args.work / "redo.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\n")
+    print(f"the last step's add again at {commit} ({', '.join(b.stem for b in batch)} into a copy without them):")
     print_table([row])
 
 
