@@ -53,6 +53,12 @@ class Repository:
         # where every file is read: the directory as it was opened, even once a newer version
         # has been swapped in at `path` (a reader sees one version, never a mix)
         self.root = pinned.root if pinned is not None else path
+        # per-instance caches (not functools.lru_cache on the methods: a global cache holds the
+        # instance, and with it its passages, vectors and BM25 index, after the caller lets go)
+        self._graphs: dict[str, Graph] = {}
+        self._entity_vectors: dict[str, np.ndarray] = {}
+        self._source_texts: dict[str, str] = {}
+        self._structures: dict[str, Structure] = {}
 
     @classmethod
     def open(cls, path: str | Path) -> "Repository":
@@ -101,30 +107,42 @@ class Repository:
 
         return BM25Index.load(self.root / "bm25")
 
-    @functools.lru_cache(maxsize=2)
     def graph(self, kind: str = "governed") -> Graph:
         if kind not in GRAPH_KINDS:
             raise ValueError(f"graph kind must be one of {GRAPH_KINDS}")
-        return Graph(
-            entities=[Entity(**r) for r in self.store.read(f"entities_{kind}")],
-            relations=[Relation(**r) for r in self.store.read(f"relations_{kind}")],
-            communities=[Community(**r) for r in self.store.read(f"communities_{kind}")],
-        )
+        if kind not in self._graphs:
+            self._graphs[kind] = Graph(
+                entities=[Entity(**r) for r in self.store.read(f"entities_{kind}")],
+                relations=[Relation(**r) for r in self.store.read(f"relations_{kind}")],
+                communities=[Community(**r) for r in self.store.read(f"communities_{kind}")],
+            )
+        return self._graphs[kind]
 
-    @functools.lru_cache(maxsize=2)
+    def forget_graph(self, kind: str) -> None:
+        """Let a graph (and its name vectors) go; the next graph(kind) reads it again."""
+        self._graphs.pop(kind, None)
+        self._entity_vectors.pop(kind, None)
+
     def entity_vectors(self, kind: str = "governed") -> np.ndarray:
-        if not self.graph(kind).entities:
-            return np.zeros((0, self.passage_vectors.shape[1]), dtype=np.float32)
-        return self.store.vectors(f"entities_{kind}")
+        if kind not in self._entity_vectors:
+            self._entity_vectors[kind] = (
+                self.store.vectors(f"entities_{kind}") if self.graph(kind).entities
+                else np.zeros((0, self.passage_vectors.shape[1]), dtype=np.float32))
+        return self._entity_vectors[kind]
 
-    @functools.lru_cache(maxsize=8)
     def source_text(self, doc_id: str) -> str:
-        return (self.root / "sources" / f"{doc_id}.txt").read_text(encoding="utf-8")
+        if doc_id not in self._source_texts:
+            self._source_texts[doc_id] = (self.root / "sources" / f"{doc_id}.txt").read_text(encoding="utf-8")
+        return self._source_texts[doc_id]
 
-    @functools.lru_cache(maxsize=64)
     def structure(self, doc_id: str) -> Structure:
         """The document's structure map; an empty one (no pages, no sections) when the repository
         was built before there were any."""
+        if doc_id not in self._structures:
+            self._structures[doc_id] = self._read_structure(doc_id)
+        return self._structures[doc_id]
+
+    def _read_structure(self, doc_id: str) -> Structure:
         path = self.root / "sources" / f"{doc_id}{STRUCTURE_SUFFIX}"
         try:
             return Structure.from_dict(json.loads(path.read_text(encoding="utf-8")))
@@ -265,9 +283,9 @@ def validate_repository(path: Path, docs: set[str] | None = None) -> Repository:
         raise RepositoryError(f"{path}: BM25 index does not match passages")
     for kind in GRAPH_KINDS:
         problems = provenance_problems(repo.graph(kind), passages)
-        # Let the graphs go: the add's next step (the query snapshot) reads the governed graph
-        # again, and both graphs kept cached beside it were ~0.5 GB of a 26-book add's peak.
-        Repository.graph.cache_clear()
+        # Let the graph go: the add's next step (the query snapshot) reads the governed graph
+        # again, and both graphs kept beside it were ~0.5 GB of a 26-book add's peak.
+        repo.forget_graph(kind)
         if problems:
             raise RepositoryError(f"{path}: {kind} graph provenance: {problems[0]}")
     return repo

@@ -108,8 +108,25 @@ def test_the_build_writes_the_query_snapshot(story, tmp_path):
 def test_validating_a_repository_keeps_no_graph_in_memory(carol_repo):
     """An add validates the new version, then writes the query snapshot, which reads the governed
     graph again: validation must not keep both graphs cached beside it (the add's peak memory)."""
-    from pagerag.repository import Repository, validate_repository
+    from pagerag.repository import validate_repository
 
     repo = validate_repository(carol_repo)
-    assert Repository.graph.cache_info().currsize == 0
+    assert not repo._graphs and not repo._entity_vectors
     assert repo.graph("governed").entities  # still readable when asked again
+
+
+def test_a_repository_let_go_is_freed_with_its_tables(carol_repo):
+    """Nothing global keeps a Repository (and its passages, vectors, graphs) alive once its
+    user lets go of it: an add opens several versions of a library in one process."""
+    import gc
+    import weakref
+
+    from pagerag.repository import Repository
+
+    repo = Repository.open(carol_repo)
+    repo.graph("governed"), repo.entity_vectors("governed"), repo.passages
+    repo.source_text(repo.passages[0].doc_id), repo.structure(repo.passages[0].doc_id)
+    gone = weakref.ref(repo)
+    del repo
+    gc.collect()
+    assert gone() is None
