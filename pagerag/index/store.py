@@ -51,8 +51,10 @@ class LanceStore:
 
         self.path = Path(path)
         self._db = lancedb.connect(str(self.path))
+        self._searched: dict[str, Any] = {}  # tables opened for search (2 ms an open), until a write
 
     def write(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None:
+        self._searched.pop(name, None)
         self._db.create_table(name, data=self._arrow(rows, vectors, 0), mode="overwrite")
 
     def append(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None:
@@ -60,6 +62,7 @@ class LanceStore:
         all new, so a hard-linked copy of the table (a library's previous version) is untouched."""
         if not rows:
             return
+        self._searched.pop(name, None)
         table = self._db.open_table(name)
         table.add(self._arrow(rows, vectors, table.count_rows()))
 
@@ -96,6 +99,7 @@ class LanceStore:
     def index_vectors(self, name: str) -> str:
         """Give the table's vectors an ANN index (IVF-HNSW-SQ, cosine), or bring the one it has up
         to date with rows appended since (LanceDB's optimize); returns what was done."""
+        self._searched.pop(name, None)
         table = self._db.open_table(name)
         if any(getattr(i, "columns", None) == ["vector"] or "vector" in str(i) for i in table.list_indices()):
             table.optimize()
@@ -111,11 +115,16 @@ class LanceStore:
         except Exception:
             return False
 
-    def search(self, name: str, vector: np.ndarray, k: int, refine: int = 4) -> list[tuple[int, float]]:
+    def search(self, name: str, vector: np.ndarray, k: int, refine: int = 2) -> list[tuple[int, float]]:
         """(row, cosine similarity) of the k nearest rows, best first (through the ANN index when
-        the table has one: `refine` times k candidates, re-scored exactly)."""
+        the table has one: `refine` times k candidates, re-scored exactly). refine = 2: on 225
+        training-book questions over the 26-book library, recall of exact search's top 10 1.000
+        and top 50 0.996 (4: 1.000 / 0.999, 1.6 ms slower; 1: 0.997 / 0.978)."""
+        table = self._searched.get(name)
+        if table is None:
+            table = self._searched[name] = self._db.open_table(name)
         hits = (
-            self._db.open_table(name).search(np.asarray(vector, dtype=np.float32))
+            table.search(np.asarray(vector, dtype=np.float32))
             .distance_type("cosine").limit(k).refine_factor(refine).select(["row"]).to_arrow()
         )
         return [(int(r), 1.0 - float(d)) for r, d in zip(hits["row"].to_pylist(), hits["_distance"].to_pylist())]
