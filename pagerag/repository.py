@@ -112,9 +112,9 @@ class Repository:
             raise ValueError(f"graph kind must be one of {GRAPH_KINDS}")
         if kind not in self._graphs:
             self._graphs[kind] = Graph(
-                entities=[Entity(**r) for r in self.store.read(f"entities_{kind}")],
-                relations=[Relation(**r) for r in self.store.read(f"relations_{kind}")],
-                communities=[Community(**r) for r in self.store.read(f"communities_{kind}")],
+                entities=[Entity(**r) for r in self.store.iter_rows(f"entities_{kind}")],
+                relations=[Relation(**r) for r in self.store.iter_rows(f"relations_{kind}")],
+                communities=[Community(**r) for r in self.store.iter_rows(f"communities_{kind}")],
             )
         return self._graphs[kind]
 

@@ -225,24 +225,24 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
         if doc_id in library.unsaved or not path.exists():
             with gzip.open(path, "wt", encoding="utf-8", compresslevel=5) as fh:
                 json.dump({"settings": wanted, **mentions_to_dict(mentions)}, fh, separators=(",", ":"))
-    rows = shallow_rows(library.passages, leave=PLACE_FIELDS)
+    n_rows = len(library.passages)
     appending = base is not None and not base.removed and (base.repo.root / "tables" / "passages.lance").is_dir()
     if appending:  # an add: the base's passage table, linked, plus the new rows
         link_tree(base.repo.root / "tables" / "passages.lance", staging / "tables" / "passages.lance")
     store = open_store(STORE_BACKEND, staging / "tables")
     if appending:
-        first = len(rows) - library.new_rows
-        store.append("passages", rows[first:], library.vectors[first:])
+        first = n_rows - library.new_rows
+        store.append("passages", record_columns(library.passages[first:], leave=PLACE_FIELDS), library.vectors[first:])
     else:
-        store.write("passages", rows, library.vectors)
-    if settings.embed.ann_min_rows and len(rows) >= settings.embed.ann_min_rows:
-        manifest["ann"] = {"rows": len(rows), "index": "IVF_HNSW_SQ", "metric": "cosine",
+        store.write("passages", record_columns(library.passages, leave=PLACE_FIELDS), library.vectors)
+    if settings.embed.ann_min_rows and n_rows >= settings.embed.ann_min_rows:
+        manifest["ann"] = {"rows": n_rows, "index": "IVF_HNSW_SQ", "metric": "cosine",
                            "action": store.index_vectors("passages")}
     for kind in GRAPH_KINDS:
         graph = graph_stage.graphs[kind]
-        store.write(f"entities_{kind}", shallow_rows(graph.entities), graph_stage.entity_vectors.get(kind))
-        store.write(f"relations_{kind}", shallow_rows(graph.relations))
-        store.write(f"communities_{kind}", shallow_rows(graph.communities))
+        store.write(f"entities_{kind}", record_columns(graph.entities), graph_stage.entity_vectors.get(kind))
+        store.write(f"relations_{kind}", record_columns(graph.relations))
+        store.write(f"communities_{kind}", record_columns(graph.communities))
     write_json_atomic(staging / SUMMARY_KEYS, graph_stage.summary_keys)
     (staging / "bm25").mkdir(exist_ok=True)
     bm25.save(staging / "bm25")
@@ -251,15 +251,15 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
     write_json_atomic(staging / MANIFEST, manifest)  # last: a staging dir without it is incomplete
 
 
-def shallow_rows(records, leave=()) -> list[dict[str, Any]]:
-    """Records as table rows sharing their lists (dataclasses.asdict would copy every list: on a
-    library's raw graph that is hundreds of MB for nothing)."""
+def record_columns(records, leave=()) -> dict[str, list[Any]]:
+    """Records as table columns (field -> one value per record), sharing their lists: neither
+    dataclasses.asdict's copies nor a dict per row (on a library's 400k raw relations both are
+    hundreds of MB at the add's peak)."""
     from dataclasses import fields
 
     if not records:
-        return []
-    names = [f.name for f in fields(records[0]) if f.name not in leave]
-    return [{name: getattr(r, name) for name in names} for r in records]
+        return {}
+    return {f.name: [getattr(r, f.name) for r in records] for f in fields(records[0]) if f.name not in leave}
 
 
 def _link(source: Path, target: Path) -> None:

@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
 
+# Rows to write: a list of dicts, or columns (name -> one value per row), which a large table
+# (a library's raw relations: 400k rows) can be handed without a dict per row.
+Rows = "list[dict[str, Any]] | dict[str, list[Any]]"
+
+
 class TableStore(Protocol):
-    def write(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None: ...
-    def append(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None: ...
+    def write(self, name: str, rows: Rows, vectors: np.ndarray | None = None) -> None: ...
+    def append(self, name: str, rows: Rows, vectors: np.ndarray | None = None) -> None: ...
     def read(self, name: str) -> list[dict[str, Any]]: ...
+    def iter_rows(self, name: str) -> Iterator[dict[str, Any]]: ...
     def search(self, name: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]: ...
     def vectors(self, name: str) -> np.ndarray: ...
     def tables(self) -> list[str]: ...
@@ -32,6 +38,10 @@ def open_store(name: str, path: Path) -> TableStore:
     if name not in _STORES:
         raise KeyError(f"unknown table store '{name}' (known: {', '.join(sorted(_STORES))})")
     return _STORES[name](path)
+
+
+def _count(rows: Rows) -> int:
+    return len(next(iter(rows.values()), [])) if isinstance(rows, dict) else len(rows)
 
 
 # Columns that hold nested lists of mixed types are kept as JSON text: Arrow wants one type.
@@ -53,43 +63,53 @@ class LanceStore:
         self._db = lancedb.connect(str(self.path))
         self._searched: dict[str, Any] = {}  # tables opened for search (2 ms an open), until a write
 
-    def write(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None:
+    def write(self, name: str, rows: Rows, vectors: np.ndarray | None = None) -> None:
         self._searched.pop(name, None)
         self._db.create_table(name, data=self._arrow(rows, vectors, 0), mode="overwrite")
 
-    def append(self, name: str, rows: list[dict[str, Any]], vectors: np.ndarray | None = None) -> None:
+    def append(self, name: str, rows: Rows, vectors: np.ndarray | None = None) -> None:
         """Add rows after the table's last (`row` continues): a new LanceDB version whose files are
         all new, so a hard-linked copy of the table (a library's previous version) is untouched."""
-        if not rows:
+        if not _count(rows):
             return
         self._searched.pop(name, None)
         table = self._db.open_table(name)
         table.add(self._arrow(rows, vectors, table.count_rows()))
 
-    def _arrow(self, rows: list[dict[str, Any]], vectors: np.ndarray | None, first: int):
+    def _arrow(self, rows: Rows, vectors: np.ndarray | None, first: int):
+        """An Arrow table of the rows, `row` numbered from `first`: converted a column at a time,
+        so no second copy of every column is held while the table is made."""
         import pyarrow as pa
 
-        columns: dict[str, Any] = {"row": list(range(first, first + len(rows)))}
-        keys = list(rows[0].keys()) if rows else []
-        for key in keys:
-            values = [r[key] for r in rows]
-            columns[key] = [json.dumps(v) for v in values] if key in _JSON_COLUMNS else values
-        table = pa.table(columns) if rows else pa.table({"row": pa.array([], pa.int64())})
-        if vectors is not None and len(rows):
+        n = _count(rows)
+        if not n:
+            return pa.table({"row": pa.array([], pa.int64())})
+        columns = rows if isinstance(rows, dict) else {key: [r[key] for r in rows] for key in rows[0]}
+        arrays = {"row": pa.array(range(first, first + n), pa.int64())}
+        for key, values in columns.items():
+            arrays[key] = pa.array([json.dumps(v) for v in values] if key in _JSON_COLUMNS else values)
+        table = pa.table(arrays)
+        if vectors is not None:
             flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
             table = table.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1]))
         return table
 
     def read(self, name: str) -> list[dict[str, Any]]:
+        return list(self.iter_rows(name))
+
+    def iter_rows(self, name: str, batch: int = 8192) -> Iterator[dict[str, Any]]:
+        """The rows in `row` order, made into dicts a batch at a time: a caller that turns each
+        into a record never holds the whole table as dicts (a library's raw relations as dicts
+        are a few hundred MB)."""
         table = self._db.open_table(name).to_arrow()
         if "vector" in table.column_names:
             table = table.drop_columns(["vector"])
-        rows = table.sort_by("row").to_pylist()
-        for row in rows:
-            row.pop("row", None)
-            for key in _JSON_COLUMNS & row.keys():
-                row[key] = json.loads(row[key])
-        return rows
+        for chunk in table.sort_by("row").to_batches(max_chunksize=batch):
+            for row in chunk.to_pylist():
+                row.pop("row", None)
+                for key in _JSON_COLUMNS & row.keys():
+                    row[key] = json.loads(row[key])
+                yield row
 
     def vectors(self, name: str) -> np.ndarray:
         table = self._db.open_table(name).to_arrow().sort_by("row")
