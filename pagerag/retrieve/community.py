@@ -115,10 +115,15 @@ class CommunitySegments:
     def of(cls, view: GraphView, rows_of: list[tuple[np.ndarray, np.ndarray]]) -> "CommunitySegments":
         index = [i for i, c in enumerate(view.graph.communities)
                  if len(c.entity_ids) >= MIN_ENTITIES and rows_of[i][0].size]
-        sizes = np.array([rows_of[i][0].size for i in index], np.int64)
-        rows = np.concatenate([rows_of[i][0] for i in index]) if index else np.zeros(0, np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if index else np.zeros(0, np.int64)
-        return cls(np.array(index, np.int64), rows, starts, np.repeat(np.arange(len(index)), sizes))
+        return cls.joined(np.array(index, np.int64), [rows_of[i][0] for i in index])
+
+    @classmethod
+    def joined(cls, index: np.ndarray, parts: list[np.ndarray]) -> "CommunitySegments":
+        """The segments of communities `index`, whose passage rows are `parts` (one array each)."""
+        sizes = np.array([p.size for p in parts], np.int64)
+        rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if parts else np.zeros(0, np.int64)
+        return cls(index, rows, starts, np.repeat(np.arange(len(parts)), sizes))
 
     def best(self, passage_sims: np.ndarray) -> np.ndarray:
         """Per community, its largest passage similarity (-inf when all its passages are hidden)."""
@@ -127,11 +132,8 @@ class CommunitySegments:
     def subset(self, positions: np.ndarray) -> "CommunitySegments":
         """The segments at `positions` (sorted positions in `index`)."""
         ends = np.append(self.starts[1:], self.rows.size)
-        sizes = ends[positions] - self.starts[positions]
-        rows = np.concatenate([self.rows[self.starts[p]:ends[p]] for p in positions.tolist()]) if positions.size \
-            else np.zeros(0, np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if positions.size else np.zeros(0, np.int64)
-        return CommunitySegments(self.index[positions], rows, starts, np.repeat(np.arange(positions.size), sizes))
+        return CommunitySegments.joined(self.index[positions],
+                                        [self.rows[self.starts[p]:ends[p]] for p in positions.tolist()])
 
     def mean_of_best(self, passage_sims: np.ndarray, k: int) -> np.ndarray:
         """Per community, the mean of the finite values among its k largest passage similarities
