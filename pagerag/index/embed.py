@@ -93,6 +93,39 @@ class Embedder:
             if progress:
                 progress(len(idx))
 
+    def token_batches(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None):
+        """Per batch: the texts' indices, their unit vectors and each text's TokenStates (what
+        pooling.encode_with_spans pools the sentence windows from), as OnnxEncoder gives them."""
+        import contextlib
+
+        import torch
+
+        from .pooling import TokenStates, read_to
+
+        texts = list(texts)
+        batch_size = batch_size or 64
+        order = np.argsort([len(t) for t in texts])[::-1]
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16"
+                    else contextlib.nullcontext())
+        for lo in range(0, len(texts), batch_size):
+            idx = order[lo : lo + batch_size]
+            batch = [texts[i] for i in idx]
+            features = self.model.tokenizer(batch, padding=True, truncation=True, max_length=self.max_seq_length,
+                                            return_offsets_mapping=True, return_tensors="pt")
+            encodings, offsets = features.encodings, features.pop("offset_mapping").numpy()
+            with autocast, torch.no_grad():
+                out = self.model(dict(features))
+            vectors = torch.nn.functional.normalize(out["sentence_embedding"].float(), dim=1).numpy()
+            tokens = out["token_embeddings"].float().numpy()
+            states = []
+            for row, e in enumerate(encodings):
+                n = int(sum(e.attention_mask))
+                states.append(TokenStates(tokens[row, :n], offsets[row, :n].astype(np.int64),
+                                          read_to(e.offsets[:n], len(batch[row]), bool(e.overflowing))))
+            yield idx, vectors, states
+            if progress:
+                progress(len(idx))
+
     def count_wordpieces(self, text: str) -> int:
         """Word pieces the model would read, with its [CLS]/[SEP]; compare with max_seq_length."""
         return len(self.model.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])

@@ -2,6 +2,7 @@
 `embed.precision` (auto | fp32 | bf16 | int8).
 
     encoder = get_encoder(settings.embed)     # .encode(texts, batch_size=, progress=) -> unit vectors
+                                              # .token_batches(...) -> word-piece states (index.pooling)
     encoder.backend, encoder.precision        # what embedded the vectors (the manifest records it)
 
 `onnx` runs the model with ONNX Runtime and `tokenizers` (no torch import: a cold question
@@ -46,14 +47,26 @@ def get_encoder(embed: EmbedSettings) -> Any:
     return _load(embed.model, embed.backend, embed.precision, embed.threads)
 
 
-def encode_function(embed: EmbedSettings) -> Encode:
-    """`get_encoder(embed).encode` as a plain function of a list of texts (query-time code)."""
-    encoder = get_encoder(embed)
+def encode_function(embed: EmbedSettings) -> "TextEncode":
+    """`get_encoder(embed).encode` as a plain function of a list of texts (query-time code), with
+    `.with_spans` for window vectors pooled from the texts' word pieces (index.pooling)."""
+    return TextEncode(get_encoder(embed), embed.batch_size)
 
-    def encode(texts: list[str]) -> np.ndarray:
-        return encoder.encode(list(texts), batch_size=embed.batch_size)
 
-    return encode
+class TextEncode:
+    """texts -> unit vectors; `with_spans(texts, spans)` -> (text vectors, span vectors)."""
+
+    def __init__(self, encoder: Any, batch_size: int):
+        self.encoder = encoder
+        self.batch_size = batch_size
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return self.encoder.encode(list(texts), batch_size=self.batch_size)
+
+    def with_spans(self, texts: list[str], spans: list[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
+        from .pooling import encode_with_spans
+
+        return encode_with_spans(self.encoder, texts, spans, self.batch_size)
 
 
 def describe(encoder: Any) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 The model file comes from `onnx_export.ensure_export` (a checksummed export in the cache). The
 tokenizer is the model's own tokenizer.json, truncated at the model's max_seq_length (256 word
 pieces for all-MiniLM-L6-v2) exactly as sentence-transformers does; mean pooling and L2
-normalisation are inside the exported graph, so a forward pass returns unit vectors.
+normalisation are inside the exported graph, so a forward pass returns unit vectors; the graph's
+second output, the word pieces' states, is what the sentence windows are pooled from
+(`token_batches`, pooling.py).
 """
 from __future__ import annotations
 
@@ -60,23 +62,45 @@ class OnnxEncoder:
         if not texts:
             return out
         encodings = self.tokenizer.encode_batch(texts)
-        # Longest first, similar lengths together: little padding, and the widest batch (largest
-        # allocations) comes first.
-        order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
-        for idx in _batches(order, [len(e.ids) for e in encodings], batch_size):
-            out[idx] = self._forward([encodings[i].ids for i in idx])
+        for idx in self._ordered_batches(encodings, batch_size):
+            out[idx] = self._run(["embedding"], [encodings[i].ids for i in idx])[0]
             if progress:
                 progress(len(idx))
         return out
 
-    def _forward(self, batch_ids: list[list[int]]) -> np.ndarray:
+    def token_batches(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None):
+        """Per batch: the texts' indices, their unit vectors and each text's TokenStates (what
+        pooling.encode_with_spans pools the sentence windows from)."""
+        from .pooling import TokenStates, read_to
+
+        texts = list(texts)
+        encodings = self.tokenizer.encode_batch(texts)
+        for idx in self._ordered_batches(encodings, batch_size):
+            vectors, tokens = self._run(["embedding", "tokens"], [encodings[i].ids for i in idx])
+            states = []
+            for row, i in enumerate(idx.tolist()):
+                e = encodings[i]
+                states.append(TokenStates(tokens[row, : len(e.ids)], np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2),
+                                          read_to(e.offsets, len(texts[i]), bool(e.overflowing))))
+            yield idx, vectors, states
+            if progress:
+                progress(len(idx))
+
+    def _ordered_batches(self, encodings, batch_size: int):
+        # Longest first, similar lengths together: little padding, and the widest batch (largest
+        # allocations) comes first.
+        lengths = [len(e.ids) for e in encodings]
+        order = np.argsort([-n for n in lengths], kind="stable")
+        return _batches(order, lengths, batch_size)
+
+    def _run(self, outputs: list[str], batch_ids: list[list[int]]) -> list[np.ndarray]:
         width = max(len(ids) for ids in batch_ids)
         ids = np.zeros((len(batch_ids), width), dtype=np.int64)
         mask = np.zeros((len(batch_ids), width), dtype=np.int64)
         for row, seq in enumerate(batch_ids):
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
-        return self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0].astype(np.float32, copy=False)
+        return [a.astype(np.float32, copy=False) for a in self.session.run(outputs, {"input_ids": ids, "attention_mask": mask})]
 
 
 def _batches(order: np.ndarray, lengths: list[int], batch_size: int):

@@ -6,6 +6,7 @@ L2 normalisation) is traced with torch's TorchScript exporter (`dynamo=False`: i
 Runtime's dynamic quantisation. Everything lands in `<cache>/onnx/<model>-<hash>/`:
 
     model.fp32.onnx   the traced model: input_ids, attention_mask -> unit sentence vectors
+                      (`embedding`) and the last layer's word-piece states (`tokens`)
     model.int8.onnx   the same with int8 weights (absent when it fails its check)
     export.json       sha256 of the source weights and of each file, the checks' cosines
 
@@ -35,7 +36,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..resources import sha256_of
 
-RECIPE = 1  # bump when the export or quantisation recipe changes: old exports are redone
+RECIPE = 2  # 2: the word-piece states as a second output (pooled windows). Bump when the export or quantisation recipe changes: old exports are redone
 FP32, INT8 = "model.fp32.onnx", "model.int8.onnx"
 METADATA = "export.json"
 MIN_FP32_COSINE = 0.9999  # the traced model must reproduce sentence-transformers
@@ -153,18 +154,19 @@ def _export(model_dir: Path, directory: Path) -> dict:
     sys.stderr.write(f"note: exporting the embedding model to ONNX once ({directory})\n")
     (directory / METADATA).unlink(missing_ok=True)
     tmp_fp32, tmp_int8 = directory / f"{FP32}.tmp", directory / f"{INT8}.tmp"
-    reference = _trace(model_dir, tmp_fp32)
+    reference, reference_tokens = _trace(model_dir, tmp_fp32)
     from .onnx_encoder import OnnxEncoder
 
-    fp32_vecs = OnnxEncoder(model_dir, str(tmp_fp32)).encode(PROBE_TEXTS)
-    fp32_cos = _cosines(fp32_vecs, reference)
-    if fp32_cos.min() < MIN_FP32_COSINE:
+    fp32 = OnnxEncoder(model_dir, str(tmp_fp32))
+    fp32_vecs = fp32.encode(PROBE_TEXTS)
+    fp32_cos = min(_cosines(fp32_vecs, reference).min(), _token_cosines(fp32, reference_tokens).min())
+    if fp32_cos < MIN_FP32_COSINE:
         raise ConfigError(f"the ONNX export of '{model_dir}' does not reproduce the model "
-                          f"(cosine {fp32_cos.min():.5f}); use embed.backend = torch")
+                          f"(cosine {fp32_cos:.5f}); use embed.backend = torch")
     quantise_int8(tmp_fp32, tmp_int8)
     int8_cos = _cosines(OnnxEncoder(model_dir, str(tmp_int8)).encode(PROBE_TEXTS), fp32_vecs)
     keep_int8 = bool(int8_cos.min() >= MIN_INT8_COSINE)
-    sys.stderr.write(f"note: ONNX fp32 vs sentence-transformers cosine min {fp32_cos.min():.5f}; int8 vs fp32 cosine "
+    sys.stderr.write(f"note: ONNX fp32 vs sentence-transformers cosine min {fp32_cos:.5f}; int8 vs fp32 cosine "
                      f"min {int8_cos.min():.4f} ({'kept' if keep_int8 else 'below ' + str(MIN_INT8_COSINE) + ', int8 not used'})\n")
     files = {FP32: tmp_fp32}
     if keep_int8:
@@ -177,7 +179,7 @@ def _export(model_dir: Path, directory: Path) -> dict:
         "recipe": RECIPE, "model_dir": str(model_dir.resolve()),
         "source": _record(model_dir / "model.safetensors"),
         "files": {name: _record(directory / name) for name in files},
-        "checks": {"fp32_vs_torch_cosine_min": round(float(fp32_cos.min()), 6),
+        "checks": {"fp32_vs_torch_cosine_min": round(float(fp32_cos), 6),
                    "int8_vs_fp32_cosine_min": round(float(int8_cos.min()), 6), "int8_kept": keep_int8,
                    "probe_texts": len(PROBE_TEXTS)},
         "versions": _versions(),
@@ -190,9 +192,9 @@ def _record(path: Path) -> dict:
     return {"sha256": sha256_of(path), "stamp": _stamp(path)}
 
 
-def _trace(model_dir: Path, target: Path) -> np.ndarray:
+def _trace(model_dir: Path, target: Path) -> tuple[np.ndarray, list[np.ndarray]]:
     """Write the traced fp32 model to `target`; return sentence-transformers' vectors of the
-    probe texts (the reference the export must reproduce)."""
+    probe texts and their word pieces' states (the reference the export must reproduce)."""
     import warnings
 
     from ..offline import forbid_hub_downloads
@@ -212,7 +214,7 @@ def _trace(model_dir: Path, target: Path) -> np.ndarray:
                                token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+            return torch.nn.functional.normalize(pooled, p=2.0, dim=1), hidden
 
     # eager attention traces to plain MatMul/Softmax; the SDPA path traces shape checks as constants
     model = MeanPooled(AutoModel.from_pretrained(str(model_dir), attn_implementation="eager")).eval()
@@ -221,13 +223,14 @@ def _trace(model_dir: Path, target: Path) -> np.ndarray:
         warnings.simplefilter("ignore")
         torch.onnx.export(
             model, (ids, torch.ones_like(ids)), str(target), dynamo=False, opset_version=17,
-            input_names=["input_ids", "attention_mask"], output_names=["embedding"],
+            input_names=["input_ids", "attention_mask"], output_names=["embedding", "tokens"],
             dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
-                          "embedding": {0: "batch"}},
+                          "embedding": {0: "batch"}, "tokens": {0: "batch", 1: "tokens"}},
         )
-        reference = SentenceTransformer(str(model_dir), device="cpu").encode(
-            PROBE_TEXTS, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-    return np.asarray(reference, dtype=np.float32)
+        st = SentenceTransformer(str(model_dir), device="cpu")
+        reference = st.encode(PROBE_TEXTS, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        tokens = st.encode(PROBE_TEXTS, output_value="token_embeddings", show_progress_bar=False)
+    return np.asarray(reference, dtype=np.float32), [t.float().numpy() for t in tokens]
 
 
 def quantise_int8(source: Path, target: Path, embeddings: bool = False, every_matmul: bool = False) -> None:
@@ -257,6 +260,20 @@ def quantise_int8(source: Path, target: Path, embeddings: bool = False, every_ma
                          weight_type=QuantType.QInt8, nodes_to_exclude=down)
     finally:
         logging.getLogger().setLevel(quiet)
+
+
+def _token_cosines(encoder, reference: list[np.ndarray]) -> np.ndarray:
+    """Cosines of the export's word-piece states to sentence-transformers', every piece of every probe text."""
+    mine: dict[int, np.ndarray] = {}
+    for idx, _, states in encoder.token_batches(PROBE_TEXTS):
+        mine.update({i: t.states for i, t in zip(idx.tolist(), states)})
+    out = []
+    for i, ref in enumerate(reference):
+        a, b = mine[i].astype(np.float64), ref.astype(np.float64)
+        if a.shape != b.shape:
+            return np.zeros(1)
+        out.append(np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)))
+    return np.concatenate(out)
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
