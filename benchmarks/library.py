@@ -326,7 +326,8 @@ def project(local: list[dict], ray_rows: list[dict], args) -> None:
     task = sum(v for r in ray_rows for k, v in r["stage_seconds"].items() if k.startswith("ray_") and k.endswith("_task_s"))
     per_100k = task / sum(r["step_words"] for r in ray_rows) * 1e5
     stages = {k: sum(r["stage_seconds"].get(f"ray_{k}_task_s", 0) for r in ray_rows) / sum(r["step_words"] for r in ray_rows) * 1e5
-              for k in ("chunk", "embed", "windows", "extract")}
+              for k in ("chunk", "embed", "windows", "extract")  # "windows": rows from before they were pooled in "embed"
+              if any(f"ray_{k}_task_s" in r["stage_seconds"] for r in ray_rows)}
     x = np.array([r["words"] for r in local], float)
     driver = np.array([sum(r["stage_seconds"].get(k, 0) for k in DRIVER_STAGES) for r in local])
     rss = np.array([r["peak_rss_mb"] for r in local])

@@ -4,10 +4,10 @@ Imported only then, so the local path never imports ray (`pip install "pagerag[r
 
 A Ray Data pipeline over the new documents (loaded and checked on the driver, where a bad file
 is one line before any work): `map` chunks each document; `map_batches` with an actor pool
-embeds its passages and its sentence windows (each actor holds the encoder, loaded once); `map`
+embeds its passages and pools its sentence windows in the same pass (each actor holds the encoder); `map`
 reads it with spaCy (one document per task, the mention part of library.py). Every stage works
 on one document with the same code and the same blocks as the local executor
-(library.embed_documents, stages.document_blocks), so the passages, vectors, windows and mention
+(stages.embed_document), so the passages, vectors, windows and mention
 parts are the same as a local build's. The driver gathers the parts, writes the passage table
 (LanceDB), the BM25 index and the windows, and runs governance, Leiden and the summaries: the
 graph is small beside the text.
@@ -37,7 +37,7 @@ def ray_text_stages(docs, settings, progress, timings, with_mentions: bool, addr
     actors = max(1, min(len(docs), cpus))
     ds = ray.data.from_items(items, override_num_blocks=max(1, len(items)))
     ds = ds.map(_Chunk, fn_constructor_args=(blob,), concurrency=actors)
-    ds = ds.map_batches(_Embed, fn_constructor_args=(blob, settings.embed.windows), batch_size=1, concurrency=actors)
+    ds = ds.map_batches(_Embed, fn_constructor_args=(blob,), batch_size=1, concurrency=actors)
     if with_mentions:
         ds = ds.map(_Read, fn_constructor_args=(blob,), concurrency=actors)
     parts: dict[str, Any] = {}
@@ -131,48 +131,26 @@ class _Chunk:
 
 
 class _Embed:
-    """An actor holding the encoder: one document's passages, then its sentence windows, in the
-    local executor's blocks."""
+    """An actor holding the encoder: one document's passages and their sentence windows, in the
+    local executor's blocks (stages.embed_document)."""
 
-    def __init__(self, blob: bytes, windows: bool):
+    def __init__(self, blob: bytes):
         from .index.encoder import get_encoder
 
         self.settings = pickle.loads(blob)
         self.encoder = get_encoder(self.settings.embed)
-        self.windows = windows
 
     def __call__(self, batch: dict) -> dict:
+        from .stages import embed_document
+
         out = []
         for blob in batch["part"]:
             part = pickle.loads(blob)
             t0 = time.process_time()
-            part["vectors"] = self._encode_blocks(part["passages"], lambda ps: [p.text for p in ps])
+            part["vectors"], part["windows"] = embed_document(part["passages"], part["doc"].text, self.encoder, self.settings)
             part["seconds"]["embed"] = time.process_time() - t0
-            if self.windows:
-                t0 = time.process_time()
-                part["windows"] = self._windows(part)
-                part["seconds"]["windows"] = time.process_time() - t0
             out.append(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
         return {"part": np.array(out, dtype=object)}
-
-    def _encode_blocks(self, passages, texts_of) -> np.ndarray:
-        from .stages import document_blocks
-
-        blocks = [self.encoder.encode(texts_of(passages[lo:hi]), batch_size=self.settings.embed.batch_size)
-                  for lo, hi in document_blocks(passages)]
-        return np.concatenate(blocks) if blocks else np.zeros((0, self.encoder.dim), np.float32)
-
-    def _windows(self, part: dict):
-        from .retrieve.windows import passage_windows
-        from .stages import WindowTable
-
-        text = part["doc"].text
-        cut = {p.passage_id: passage_windows(p, text) for p in part["passages"]}
-        vectors = self._encode_blocks(part["passages"], lambda ps: [w.text for p in ps for w in cut[p.passage_id]])
-        passages = part["passages"]
-        return WindowTable([p.passage_id for p in passages], [len(cut[p.passage_id]) for p in passages],
-                           [(w.start, w.end) for p in passages for w in cut[p.passage_id]], vectors,
-                           self.settings.embed.model)
 
 
 class _Read:

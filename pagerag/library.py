@@ -30,7 +30,7 @@ import numpy as np
 from .errors import InputError
 from .records import Graph, Passage, SourceDoc
 from .settings import Settings
-from .stages import EMBED_BLOCK, DocumentParts, MemoEmbedder, StageCache, digest, embed_name_vectors, run_timed
+from .stages import DocumentParts, MemoEmbedder, StageCache, digest, embed_name_vectors, run_timed
 
 EXTRACT_DIR = "extract"
 WINDOWS_DIR = "windows"
@@ -82,8 +82,8 @@ def text_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, pr
                 advance(len(doc.body))
             return out
         chunked = run_timed(timings, "chunk", chunk_all)
-    vectors = run_timed(timings, "embed", lambda: embed_documents(chunked, settings, cache, progress))
-    parts = [DocumentParts(doc, passages, v) for doc, passages, v in zip(docs, chunked, vectors)]
+    embedded = run_timed(timings, "embed", lambda: embed_documents(docs, chunked, settings, cache, progress))
+    parts = [DocumentParts(doc, passages, v, windows=w) for doc, passages, (v, w) in zip(docs, chunked, embedded)]
     if llm is None:
         t0 = time.perf_counter()
         with progress.stage("extract", sum(len(p.passages) for p in parts)) as advance:
@@ -93,23 +93,17 @@ def text_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, pr
     return parts
 
 
-def embed_documents(chunked: list[list[Passage]], settings: Settings, cache: StageCache, progress) -> list[np.ndarray]:
-    """Passage vectors per document, in cached blocks of EMBED_BLOCK passages of one document."""
+def embed_documents(docs: list[SourceDoc], chunked: list[list[Passage]], settings: Settings, cache: StageCache,
+                    progress) -> list[tuple[np.ndarray, Any]]:
+    """Per document: passage vectors and the WindowTable of its sentence windows (None with
+    embed.windows off), from one pass in cached blocks of EMBED_BLOCK passages of one document."""
     from .index.encoder import get_encoder
+    from .stages import embed_document
 
-    out = []
     with progress.stage("embed", sum(len(c) for c in chunked)) as advance:
         encoder = get_encoder(settings.embed)
-        for passages in chunked:
-            blocks = []
-            for lo in range(0, len(passages), EMBED_BLOCK):
-                block = [p.text for p in passages[lo : lo + EMBED_BLOCK]]
-                key = digest(settings.embed.model, encoder.backend, encoder.precision, block)
-                blocks.append(cache.get_or_compute(
-                    "embed", key, lambda block=block: encoder.encode(block, batch_size=settings.embed.batch_size)))
-                advance(len(block))
-            out.append(np.concatenate(blocks) if blocks else np.zeros((0, encoder.dim), np.float32))
-    return out
+        return [embed_document(passages, doc.text, encoder, settings, cache, advance)
+                for doc, passages in zip(docs, chunked)]
 
 
 def read_mentions(part: DocumentParts, settings: Settings, cache: StageCache, advance=None):
@@ -212,13 +206,6 @@ def document_title(doc: SourceDoc) -> str:
     if doc.structure.headings:
         return doc.structure.headings[0].title
     return Path(doc.path).stem
-
-
-def source_texts(base: Base | None, library: Library) -> Callable[[str], str]:
-    def text(doc_id: str) -> str:
-        doc = library.docs.get(doc_id)
-        return doc.text if doc is not None else base.repo.source_text(doc_id)
-    return text
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""What the build stages share: the resumable stage cache, the background window embedding, the
-name embedder that remembers, and the graph stage's record. Used by `library` (the engine of
+"""What the build stages share: the resumable stage cache, a document's embedding pass (passages
+and their sentence windows), the name embedder that remembers, and the graph stage's record. Used by `library` (the engine of
 build, add and remove) and by the distributed executor."""
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class DocumentParts:
     passages: list
     vectors: np.ndarray
     mentions: Any = None  # graph.extract_nlp accumulator (None with the LLM extractor)
-    windows: Any = None  # WindowTable when the executor embedded them (ray); else the driver does
+    windows: Any = None  # WindowTable of its sentence windows (embed.windows), made in the embedding pass
 
 
 @dataclass
@@ -91,48 +91,45 @@ def run_timed(timings: dict[str, float], name: str, fn: Callable[[], Any]) -> An
     return value
 
 
-class WindowJob:
-    """Embeds every new passage's sentence windows in a background thread (blocks of one
-    document's passages, cached like the passage embeddings, so a killed build resumes), while
-    the graph stages run."""
+def embed_document(passages, text: str, encoder, settings: Settings, cache: StageCache | None = None,
+                   advance: Callable[[int], None] | None = None) -> tuple[np.ndarray, "WindowTable | None"]:
+    """One document's passage vectors and (embed.windows) its sentence windows' vectors, pooled
+    from the same pass (index.pooling), in blocks of EMBED_BLOCK passages (cached when `cache` is
+    given, so a killed build resumes); the local and Ray executors both embed this way."""
+    from .retrieve.windows import passage_windows
 
-    def __init__(self, passages, sources: Callable[[str], str], settings: Settings, cache: StageCache, progress):
-        import threading
-        from concurrent.futures import ThreadPoolExecutor
+    cuts = [passage_windows(p, text) for p in passages] if settings.embed.windows else None
+    vectors, windows = [], []
+    for lo, hi in document_blocks(passages):
+        block = passages[lo:hi]
+        spans = None if cuts is None else [[(w.start - p.start, w.end - p.start) for w in ws]
+                                           for p, ws in zip(block, cuts[lo:hi])]
+        key = digest("embed-pooled", settings.embed.model, encoder.backend, encoder.precision, [p.text for p in block], spans)
 
-        self._stopping = threading.Event()
-        self.seconds = 0.0
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="windows")
-        self._future = self._pool.submit(self._run, passages, sources, settings, cache, progress)
+        def compute(block=block, spans=spans):
+            return _embed_block(encoder, [p.text for p in block], spans, settings.embed.batch_size)
 
-    def _run(self, passages, sources, settings, cache, progress):
-        from .index.encoder import get_encoder
-        from .retrieve.windows import passage_windows
+        v, w = cache.get_or_compute("embed", key, compute) if cache is not None else compute()
+        vectors.append(v)
+        windows.append(w)
+        if advance:
+            advance(hi - lo)
+    dim = encoder.dim
+    passage_vectors = np.concatenate(vectors) if vectors else np.zeros((0, dim), np.float32)
+    if cuts is None:
+        return passage_vectors, None
+    window_vectors = np.concatenate(windows) if windows else np.zeros((0, dim), np.float32)
+    return passage_vectors, WindowTable([p.passage_id for p in passages], [len(ws) for ws in cuts],
+                                        [(w.start, w.end) for ws in cuts for w in ws], window_vectors,
+                                        settings.embed.model)
 
-        t0 = time.perf_counter()
-        cut = [passage_windows(p, sources(p.doc_id)) for p in passages]
-        encoder = get_encoder(settings.embed)
-        blocks = []
-        with progress.stage("windows", len(passages)) as advance:
-            for lo, hi in document_blocks(passages):
-                if self._stopping.is_set():
-                    return None
-                texts = [w.text for ws in cut[lo:hi] for w in ws]
-                key = digest("windows", settings.embed.model, encoder.backend, encoder.precision, texts)
-                blocks.append(cache.get_or_compute(
-                    "windows", key, lambda texts=texts: encoder.encode(texts, batch_size=settings.embed.batch_size)))
-                advance(hi - lo)
-        self.seconds = round(time.perf_counter() - t0, 3)
-        vectors = np.concatenate(blocks) if blocks else np.zeros((0, encoder.dim), np.float32)
-        return WindowTable([p.passage_id for p in passages], [len(ws) for ws in cut],
-                           [(w.start, w.end) for ws in cut for w in ws], vectors, settings.embed.model)
 
-    def result(self) -> "WindowTable":
-        return self._future.result()
+def _embed_block(encoder, texts: list[str], spans, batch_size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    if spans is None:
+        return encoder.encode(texts, batch_size=batch_size), None
+    from .index.pooling import encode_with_spans
 
-    def stop(self) -> None:
-        self._stopping.set()  # an interrupted build does not wait for the rest of the windows
-        self._pool.shutdown(wait=False, cancel_futures=True)
+    return encode_with_spans(encoder, texts, spans, batch_size)
 
 
 def document_blocks(passages) -> list[tuple[int, int]]:
@@ -159,7 +156,8 @@ class WindowTable:
     def info(self) -> dict[str, Any]:
         from .retrieve.windows import WINDOW_CHARS
 
-        return {"model": self.model, "chars": WINDOW_CHARS, "per_document": True}
+        # "pooled": from the passages' word pieces (index.pooling); older builds embedded each window
+        return {"model": self.model, "chars": WINDOW_CHARS, "per_document": True, "vectors": "pooled"}
 
     @property
     def per_document(self) -> dict[str, int]:

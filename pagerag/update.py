@@ -22,10 +22,10 @@ from typing import Any, Callable
 
 from . import __version__
 from .errors import ConfigError, InputError
-from .library import EXTRACT_DIR, SUMMARY_KEYS, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, source_texts, text_stages
+from .library import EXTRACT_DIR, SUMMARY_KEYS, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, text_stages
 from .progress import ProgressListener, StageProgress
 from .settings import Settings
-from .stages import StageCache, WindowJob, digest, run_timed
+from .stages import StageCache, digest, run_timed
 
 CALIBRATION = "rcs_model.json"  # written into a repository by `pagerag calibrate`
 
@@ -130,21 +130,9 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
                 bm25 = BM25Index.build([p.text for p in library.passages])
                 timings["index"] = round(time.perf_counter() - t_index, 3)
                 advance(1)
-            new_passages = library.passages[len(library.passages) - library.new_rows:]
-            made = merge_windows([p.windows for p in parts]) if parts and all(p.windows is not None for p in parts) else None
-            windows = WindowJob(new_passages, source_texts(base, library), settings, cache, progress) \
-                if settings.embed.windows and new_passages and made is None else None
-            try:
-                graph_stage = graph_stages(library, base, settings, cache, progress, timings, llm)
-                table = made
-                if windows is not None:
-                    t0 = time.perf_counter()
-                    table = windows.result()
-                    timings["windows_wait"] = round(time.perf_counter() - t0, 3)
-                    timings["windows"] = windows.seconds
-            finally:
-                if windows is not None:
-                    windows.stop()
+            # the new documents' windows came with their passage vectors (one embedding pass)
+            table = merge_windows([p.windows for p in parts]) if parts and settings.embed.windows else None
+            graph_stage = graph_stages(library, base, settings, cache, progress, timings, llm)
             t0 = time.perf_counter()
             with progress.stage("publish", 3) as advance:
                 manifest = make_manifest(base, library, graph_stage, settings, timings, started, llm, table)
@@ -334,7 +322,9 @@ def make_manifest(base: Base | None, library: Library, stage, settings: Settings
     }]
     made = (base.repo.manifest.get("windows") if base is not None else None)
     if windows is not None:
-        made = windows.info()
+        kinds = {(made or {}).get("vectors", "embedded"), windows.info()["vectors"]} if made else set()
+        # a library built before pooling keeps its documents' windows as they were embedded
+        made = {**windows.info(), **({"vectors": "mixed"} if len(kinds) > 1 else {})}
         for source in library.sources:
             if source["doc_id"] in windows.per_document:
                 source["windows"] = windows.per_document[source["doc_id"]]

@@ -5,10 +5,12 @@ windows sharing a sentence). The rerank operator scores a passage by its best wi
 cut keeps the best window of a passage that does not fit whole; the judge and the answerer read
 the windows of the evidence. All three use the same `Window` records from this index.
 
-Window vectors are the expensive part. `pagerag build` embeds them all (about three windows per
-passage) into the repository's windows.npz (`embed.windows`); a repository without it (built
-with the setting off, or by an older version) has a question embed the windows it needs and add
-them to a disk cache under the cache dir (`build_window_index` fills that cache at once).
+A window's vector is pooled from its passage's word-piece states (index.pooling: one pass over
+the passage, a mean per window). `pagerag build` makes them in its embedding pass (about three
+windows per passage) and stores them in the repository (windows/<doc>.npz, `embed.windows`); a
+repository without them (built with the setting off) has a question pool the windows it needs
+and add them to a disk cache under the cache dir (`build_window_index` fills that cache at once).
+A repository built before pooling holds windows embedded one by one; they are read as they are.
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ class WindowIndex:
         from ..offline import cache_root
 
         safe = re.sub(r"[^A-Za-z0-9]+", "_", self.model)[-40:]
-        return cache_root() / "retrieve" / f"{self.state.data_key}-windows-{safe}-{WINDOW_CHARS}.npz"
+        return cache_root() / "retrieve" / f"{self.state.data_key}-windows-{safe}-{WINDOW_CHARS}-pooled.npz"
 
     def built_path(self):
         """The repository's own window vectors (embedded by the build), when they were made by
@@ -68,7 +70,7 @@ class WindowIndex:
         return self._windows[row]
 
     def ensure(self, rows: list[int], encode: Encode) -> None:
-        """Embed the windows of rows not yet cached, in one batch."""
+        """Pool the windows of rows not yet cached, in one pass over their passages."""
         with self._lock:
             wanted = list(dict.fromkeys(rows))
             for row in wanted:
@@ -76,15 +78,25 @@ class WindowIndex:
             missing = [r for r in wanted if r not in self.vectors]
             if not missing:
                 return
-            texts, owners = [], []
-            for row in missing:
-                for w in self.windows_of(row):
-                    texts.append(w.text)
-                    owners.append(row)
-            vectors = encode(texts)
-            owners_arr = np.asarray(owners)
-            for row in missing:
-                self.vectors[row] = vectors[owners_arr == row]
+            self._pool(missing, encode)
+
+    def _pool(self, rows: list[int], encode: Encode) -> None:
+        """Window vectors of `rows` pooled from one pass over their passages (index.pooling), as
+        the build makes them."""
+        pool = getattr(encode, "with_spans", None)
+        if pool is None:
+            raise TypeError("window vectors are pooled from the passages' word pieces: pass an encoder from "
+                            "pagerag.index.encoder.encode_function, not a plain function")
+        texts, spans = [], []
+        for row in rows:
+            p = self.state.passages[row]
+            texts.append(self.state.source_text(p.doc_id)[p.start:p.end])
+            spans.append([(w.start - p.start, w.end - p.start) for w in self.windows_of(row)])
+        _, vectors = pool(texts, spans)
+        first = 0
+        for row, row_spans in zip(rows, spans):
+            self.vectors[row] = vectors[first:first + len(row_spans)]
+            first += len(row_spans)
 
     def covered(self, rows: list[int]) -> list[int]:
         return [r for r in rows if r in self.vectors]

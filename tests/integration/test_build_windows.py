@@ -42,17 +42,18 @@ def test_the_build_stores_every_window_of_every_passage(carol_repo, settings):
 
     state = get_state(carol_repo)
     made = state.manifest["windows"]
-    assert made["per_document"] and made["model"] == settings.embed.model
+    assert made["per_document"] and made["model"] == settings.embed.model and made["vectors"] == "pooled"
     assert [f.name for f in (carol_repo / WINDOWS_DIR).iterdir()] == ["carol_excerpt.npz"]  # one file per document
     cut = [passage_windows(p, state.source_text(p.doc_id)) for p in state.passages]
     assert made["count"] == sum(len(ws) for ws in cut)
     index = WindowIndex(state, settings.embed.model)  # as a new process opens it
     assert sorted(index.vectors) == list(range(len(state.passages)))
     encode = get_encoder(settings)
-    for row in (0, len(cut) // 2, len(cut) - 1):  # the stored vectors are the windows' own embeddings
+    for row in (0, len(cut) // 2, len(cut) - 1):  # the stored vectors are pooled from their passage's pass
+        p = state.passages[row]
         assert [(w.start, w.end) for w in index.windows_of(row)] == [(w.start, w.end) for w in cut[row]]
-        fresh = encode([w.text for w in cut[row]])
-        assert np.min(np.sum(fresh * index.vectors[row], axis=1)) > 0.999
+        _, pooled = encode.with_spans([p.text], [[(w.start - p.start, w.end - p.start) for w in cut[row]]])
+        assert np.min(np.sum(pooled * index.vectors[row], axis=1)) > 0.9999
 
 
 def test_a_question_embeds_no_window(carol_repo, settings):
@@ -78,8 +79,14 @@ def test_windows_off_leaves_them_to_the_questions(story, tmp_path, settings):
     assert not any((repo / WINDOWS_DIR).iterdir()) and "windows" not in get_state(repo).manifest
     index = window_index(get_state(repo), settings.embed.model)
     assert index.built_path() is None
-    index.ensure([0], get_encoder(settings))  # embedded on demand, as before
+    index.ensure([0, 5], get_encoder(settings))  # pooled on demand
     assert index.vectors[0].shape[0] == len(index.windows_of(0))
+    on = tmp_path / "on.rag"
+    build_repository([story], on, load_settings(environ={}), show_progress=False)
+    built = window_index(get_state(on), settings.embed.model)
+    for row in (0, 5):  # a question pools a passage's windows as the build does
+        assert [(w.start, w.end) for w in built.windows_of(row)] == [(w.start, w.end) for w in index.windows_of(row)]
+        assert np.min(np.sum(built.vectors[row] * index.vectors[row], axis=1)) > 0.9999
 
 
 def test_the_build_writes_the_query_snapshot(story, tmp_path):
