@@ -102,8 +102,10 @@ def embed_documents(docs: list[SourceDoc], chunked: list[list[Passage]], setting
 
     with progress.stage("embed", sum(len(c) for c in chunked)) as advance:
         encoder = get_encoder(settings.embed)
-        return [embed_document(passages, doc.text, encoder, settings, cache, advance)
-                for doc, passages in zip(docs, chunked)]
+        parts = [embed_document(passages, doc.text, encoder, settings, cache, advance)
+                 for doc, passages in zip(docs, chunked)]
+    encoder.release_memory()  # the passage batches' arena is not needed by the names embedded later
+    return parts
 
 
 def read_mentions(part: DocumentParts, settings: Settings, cache: StageCache, advance=None):

@@ -93,6 +93,9 @@ class Embedder:
             if progress:
                 progress(len(idx))
 
+    def release_memory(self) -> None:
+        """Nothing to give back: torch on CPU frees a batch's tensors when it ends (OnnxEncoder keeps an arena)."""
+
     def token_batches(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None):
         """Per batch: the texts' indices, their unit vectors and each text's TokenStates (what
         pooling.encode_with_spans pools the sentence windows from), as OnnxEncoder gives them."""

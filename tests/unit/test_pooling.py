@@ -78,3 +78,12 @@ def test_a_window_past_the_truncation_is_embedded_alone(encoder):
     own = encoder.encode([long[tail[0]:tail[1]]])[0]
     assert float(pooled[1] @ own) > 0.9999
     assert float(pooled[0] @ encoder.encode([long[:31]])[0]) < 0.999  # the head is pooled
+
+
+def test_releasing_the_encoders_memory_leaves_its_vectors_unchanged(encoder):
+    """A build gives back the passage batches' arena before embedding names; the encoder must
+    embed afterwards exactly as before."""
+    texts = [PASSAGE] * 8 + ["Scrooge", "the clergyman"]
+    before = encoder.encode(texts)
+    encoder.release_memory()
+    assert np.array_equal(encoder.encode(texts), before)
