@@ -61,10 +61,10 @@ class EmbedSettings(_Section):
     )
     threads: int = Field(0, ge=0, description="CPU threads of the embedder, torch or ONNX Runtime (0 = all cores).")
     windows: bool = Field(
-        True, description="Embed every passage's sentence windows at build time (stored in the repository, "
-        "windows.npz), alongside graph extraction, so that no question embeds any and the first question after a "
-        "build is as fast as the next; off = a question embeds the windows of its candidate passages the first "
-        "time they come up (cached on disk), which makes new questions slow.",
+        True, description="Store every passage's sentence-window vectors in the repository (windows/<doc>.npz), "
+        "pooled from the passage embedding pass's word-piece states (nearly free), so that no question computes "
+        "any; off = a question pools the windows of its candidate passages the first time they come up (one "
+        "passage pass each, cached on disk), which makes new questions slower.",
     )
     ann_min_rows: int = Field(
         100_000, ge=0, description="Passages from which the build (or an add) gives the passage vectors a LanceDB "
