@@ -23,6 +23,8 @@ Books: the 20 GraphRAG-Bench novels and the 6 others in books/; the first step b
                "first book" is the first book's questions alone: at step 1 that is its one-book repository
   ANN r@10     with an ANN index (past embed.ann_min_rows; --ann-min-rows), the overlap of its top 10
                with exact search over the questions' vectors
+  exact search with an ANN index, warm p50/p95 again with retrieve.dense_search = memory (exact
+               search over the vectors in memory, what the default does below 100,000 passages)
 Everything is appended to <work>/library.jsonl as it goes, so a partial run is a partial table.
 """
 from __future__ import annotations
@@ -122,6 +124,15 @@ def warm_and_recall(repo: Path, qs: list[dict], work: Path, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def exact_search_ms(repo: Path, qs: list[dict], work: Path, env: dict, warm: dict) -> dict:
+    """With an ANN index, warm retrieval again with dense search exact over the vectors in memory
+    (retrieve.dense_search = memory; what `auto` does below embed.ann_min_rows): the index's cost."""
+    if warm["ann_recall10"] is None:
+        return {}
+    ms = [r["ms"] for r in warm_and_recall(repo, qs, work, {**env, "PAGERAG_RETRIEVE__DENSE_SEARCH": "memory"})["rows"]]
+    return {"p50_memory_ms": pct(ms, 0.5), "p95_memory_ms": pct(ms, 0.95)}
+
+
 def cold(repo: Path, qs: list[dict], command: str, env: dict) -> float:
     times = []
     for q in qs[:3]:
@@ -154,13 +165,14 @@ def disk_mb(path: Path) -> float:
 
 def print_table(rows: list[dict]) -> None:
     print("| step | books | words | passages | add s/100k words | peak RSS MB | disk MB | warm p50 / p95 ms | "
-          "cold s | recall (all) | recall (first book) | own book in evidence | ANN r@10 |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "cold s | recall (all) | recall (first book) | own book in evidence | ANN r@10 | warm p50 / p95 ms, exact search |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         ann = f"{r['ann_recall10']:.3f}" if r.get("ann_recall10") is not None else "exact"
+        memory = f"{r['p50_memory_ms']:.0f} / {r['p95_memory_ms']:.0f}" if "p50_memory_ms" in r else ""
         print(f"| {r['step']} | {r['books']} | {r['words']:,} | {r['passages']:,} | {r['s_per_100k']:.1f} | "
               f"{r['peak_rss_mb']:.0f} | {r['disk_mb']:.0f} | {r['p50_ms']:.0f} / {r['p95_ms']:.0f} | {r['cold_s']:.2f} | "
-              f"{r['recall_all']:.3f} | {r['recall_first']:.3f} | {r['own_book']:.2f} | {ann} |")
+              f"{r['recall_all']:.3f} | {r['recall_first']:.3f} | {r['own_book']:.2f} | {ann} | {memory} |")
 
 
 def main() -> None:
@@ -246,7 +258,7 @@ def main() -> None:
                "own_book": statistics.mean(r["own_book"] for r in warm["rows"]),
                "questions": len(qs), "ann_recall10": warm["ann_recall10"], "executor": args.executor,
                "stage_seconds": manifest.get("stage_seconds", {}), "load": os.getloadavg()[0],
-               "per_book_recall": _per_book(warm["rows"])}
+               "per_book_recall": _per_book(warm["rows"]), **exact_search_ms(repo, qs, args.work, env, warm)}
         with open(log, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
         print(f"step {step}: {position} books, {row['seconds']}s, load {row['load']:.2f}", flush=True)
@@ -265,7 +277,8 @@ def remeasure(repo: Path, last: dict, args, env: dict) -> None:
            "cold_s": cold(repo, qs, args.cold_command, env), "recall_all": statistics.mean(r["recall"] for r in warm["rows"]),
            "recall_first": statistics.mean(first) if first else float("nan"),
            "own_book": statistics.mean(r["own_book"] for r in warm["rows"]), "ann_recall10": warm["ann_recall10"],
-           "load": os.getloadavg()[0], "per_book_recall": _per_book(warm["rows"])}
+           "load": os.getloadavg()[0], "per_book_recall": _per_book(warm["rows"]),
+           **exact_search_ms(repo, qs, args.work, env, warm)}
     with open(args.work / "remeasure.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")
     print(f"remeasured at {commit} (the add's own columns are the growth run's):")
@@ -306,7 +319,7 @@ def redo_last(repo: Path, rows: list[dict], all_books: list[Path], args, env: di
            "recall_first": statistics.mean(first) if first else float("nan"),
            "own_book": statistics.mean(r["own_book"] for r in warm["rows"]), "ann_recall10": warm["ann_recall10"],
            "stage_seconds": manifest.get("stage_seconds", {}), "load": os.getloadavg()[0],
-           "per_book_recall": _per_book(warm["rows"])}
+           "per_book_recall": _per_book(warm["rows"]), **exact_search_ms(copy, qs, args.work, env, warm)}
     with open(args.work / "redo.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(row) + "\n")
     print(f"the last step's add again at {commit} ({', '.join(b.stem for b in batch)} into a copy without them):")
