@@ -322,9 +322,10 @@ def make_manifest(base: Base | None, library: Library, stage, settings: Settings
     }]
     made = (base.repo.manifest.get("windows") if base is not None else None)
     if windows is not None:
-        kinds = {(made or {}).get("vectors", "embedded"), windows.info()["vectors"]} if made else set()
-        # a library built before pooling keeps its documents' windows as they were embedded
-        made = {**windows.info(), **({"vectors": "mixed"} if len(kinds) > 1 else {})}
+        before = made.get("vectors", "embedded") if made else None  # no "vectors": built before pooling
+        made = windows.info()
+        if before not in (None, made["vectors"]):  # the older documents keep their windows as they were made
+            made["vectors"] = "mixed"
         for source in library.sources:
             if source["doc_id"] in windows.per_document:
                 source["windows"] = windows.per_document[source["doc_id"]]

@@ -90,7 +90,7 @@ class WindowIndex:
         texts, spans = [], []
         for row in rows:
             p = self.state.passages[row]
-            texts.append(self.state.source_text(p.doc_id)[p.start:p.end])
+            texts.append(p.text)  # its source's text[start:end], checked by validate_repository
             spans.append([(w.start - p.start, w.end - p.start) for w in self.windows_of(row)])
         _, vectors = pool(texts, spans)
         first = 0

@@ -197,6 +197,7 @@ def test_a_repository_built_before_libraries_grows_like_one(libraries, parts, se
     manifest = json.loads((old / "manifest.json").read_text())
     manifest.pop("library")
     manifest["windows"].pop("per_document")
+    manifest["windows"].pop("vectors")  # its windows were embedded one by one, before pooling
     for source in manifest["sources"]:
         for key in ("title", "added", "passages"):
             source.pop(key)
@@ -210,6 +211,8 @@ def test_a_repository_built_before_libraries_grows_like_one(libraries, parts, se
     for kind in ("governed", "raw"):
         assert graph_of(grown, kind) == graph_of(whole, kind), kind
     assert (old / "windows" / "a.npz").is_file() and (old / "windows" / "b.npz").is_file()
+    assert grown.manifest["windows"]["vectors"] == "mixed"  # a's as they were, b's pooled
+    assert Repository.open(libraries["ab"]).manifest["windows"]["vectors"] == "pooled"
 
 
 def test_past_ann_min_rows_dense_search_goes_through_an_ann_index(parts, tmp_path):
