@@ -48,9 +48,13 @@ def browser():
 
 
 def _wait(driver, condition, timeout=180):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+    # The page re-renders lists (the repository menu refreshes after a build): an element found
+    # in one poll may be gone by the time it is read, so that poll is retried, not failed.
+    wait = WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,))
+    return wait.until(condition)
 
 
 def _ask(driver, question: str) -> None:
