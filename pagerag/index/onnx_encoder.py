@@ -33,7 +33,6 @@ class OnnxEncoder:
     backend = "onnx"
 
     def __init__(self, model_dir: Path, onnx_path: str, threads: int = 0, precision: str = "fp32", sha256: str = ""):
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.precision = precision
@@ -42,8 +41,13 @@ class OnnxEncoder:
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_seq_length)
         self.tokenizer.no_padding()
+        self._open(onnx_path, threads or os.cpu_count() or 1)
+
+    def _open(self, onnx_path: str, threads: int) -> None:
+        import onnxruntime as ort
+
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or os.cpu_count() or 1
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1  # one graph at a time: parallelism is inside each MatMul
         # Idle workers sleep instead of spinning: on a shared 2-core machine a spinning pool
         # steals the CPU the other threads (and processes) need.
@@ -51,6 +55,10 @@ class OnnxEncoder:
         options.log_severity_level = 3
         self.session = ort.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
         self.dim = int(self.session.get_outputs()[0].shape[-1])
+
+    def _infer(self, outputs: list[str], ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
+        """The model's named outputs for one padded batch (the runtime's only job)."""
+        return self.session.run(outputs, {"input_ids": ids, "attention_mask": mask})
 
     def encode(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None) -> np.ndarray:
         """float32 unit vectors, one row per text; `progress(n)` is called after each batch.
@@ -112,7 +120,7 @@ class OnnxEncoder:
         for row, seq in enumerate(batch_ids):
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
-        return [a.astype(np.float32, copy=False) for a in self.session.run(outputs, {"input_ids": ids, "attention_mask": mask})]
+        return [a.astype(np.float32, copy=False) for a in self._infer(outputs, ids, mask)]
 
 
 def _batches(order: np.ndarray, lengths: list[int], batch_size: int):

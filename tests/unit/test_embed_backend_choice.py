@@ -13,15 +13,27 @@ from pagerag.index.onnx_encoder import TOKENS_PER_BATCH, _batches
 MODEL = "packaged:all-MiniLM-L6-v2"
 
 
-def test_bf16_means_torch_and_torch_resolves_auto_by_cpu():
-    assert choose(MODEL, "auto", "bf16").backend == "torch"
+def test_auto_is_openvino_in_bf16_where_the_cpu_has_it():
+    from pagerag.index.openvino_encoder import native_bf16
+
+    native = native_bf16()
+    assert choose(MODEL, "auto", "auto") == choose(MODEL, "openvino", "auto")
+    assert choose(MODEL, "auto", "auto").backend == "openvino"
+    assert choose(MODEL, "auto", "auto").precision == ("bf16" if native else "fp32")
+    assert choose(MODEL, "auto", "fp32") == choose(MODEL, "openvino", "fp32")
+    assert choose(MODEL, "auto", "bf16").backend == ("openvino" if native else "torch")
+    assert choose(MODEL, "auto", "int8") == choose(MODEL, "onnx", "int8")  # int8 is ONNX Runtime's alone
+
+
+def test_torch_resolves_auto_by_cpu():
     assert choose(MODEL, "torch", "auto").precision == resolve_precision("auto")
     assert choose(MODEL, "torch", "fp32").precision == "fp32"
 
 
 @pytest.mark.parametrize("backend, precision, says", [
     ("torch", "int8", "needs embed.backend = onnx"),
-    ("onnx", "bf16", "needs embed.backend = torch"),
+    ("openvino", "int8", "needs embed.backend = onnx"),
+    ("onnx", "bf16", "needs embed.backend = openvino or torch"),
     ("jax", "auto", "unknown embed.backend"),
 ])
 def test_impossible_combinations_are_one_line_config_errors(backend, precision, says):
@@ -48,3 +60,19 @@ def test_a_question_is_not_padded_with_its_short_mentions():
     assert batches == [[0], [1, 2, 3, 4]]
     similar = [20, 19, 18, 20]  # similar lengths stay in one pass
     assert len(list(_batches(np.argsort([-n for n in similar], kind="stable"), similar, 0))) == 1
+
+
+def test_openvino_is_imported_without_its_telemetry():
+    """openvino's import sends a usage event to Google Analytics unless its telemetry package is
+    missing; pagerag's import of it makes that package missing (a fresh process, as a user's)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from pagerag.index.encoder import choose\n"
+            "print(choose('packaged:all-MiniLM-L6-v2', 'auto', 'auto').backend)\n"
+            "from openvino.tools.ovc import telemetry_utils\n"
+            "print(sys.modules['openvino_telemetry'] is None, telemetry_utils.tm.__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["openvino", "True", "openvino.tools.ovc.telemetry_stub"]

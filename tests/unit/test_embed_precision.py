@@ -1,4 +1,4 @@
-"""bf16 autocast embeddings stay interchangeable with fp32 ones (same model, real weights)."""
+"""bf16 embeddings (torch autocast, OpenVINO) stay interchangeable with fp32 ones (same model, real weights)."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,3 +30,34 @@ def test_bf16_vectors_match_fp32():
     # the neighbour structure is the same: each text is closest to itself and the two books separate
     sims = bf16 @ fp32.T
     assert list(np.argmax(sims, axis=1)) == [0, 1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def openvino_and_onnx():
+    from pagerag.index.encoder import get_encoder
+    from pagerag.settings import load_settings
+
+    def encoder(backend):
+        return get_encoder(load_settings(environ={}, overrides={"embed": {"backend": backend}}).embed)
+
+    return encoder("openvino"), encoder("onnx")
+
+
+def test_openvino_vectors_match_onnx_fp32(openvino_and_onnx):
+    openvino, onnx = openvino_and_onnx
+    assert openvino.precision == ("bf16" if cpu_has_bf16() else "fp32")
+    a, b = openvino.encode(TEXTS), onnx.encode(TEXTS)
+    assert a.dtype == np.float32 and np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-3)
+    assert np.min(np.sum(a * b, axis=1)) > 0.9999
+    assert list(np.argmax(a @ b.T, axis=1)) == [0, 1, 2, 3]
+
+
+def test_openvino_vectors_do_not_depend_on_the_run_or_the_batch(openvino_and_onnx):
+    """What a build relies on: the same text in the same-width batch gives the same vector, and
+    its batch-mates do not change it (a document's vectors do not depend on its neighbours)."""
+    openvino, _ = openvino_and_onnx
+    first = openvino.encode(TEXTS)
+    assert np.array_equal(openvino.encode(TEXTS), first)
+    same_width = openvino.encode([TEXTS[2], TEXTS[2]])
+    assert np.array_equal(same_width[0], same_width[1])
+    assert np.array_equal(openvino.encode([TEXTS[2]])[0], same_width[0])

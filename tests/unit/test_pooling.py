@@ -37,7 +37,7 @@ def test_a_span_past_the_truncation_or_without_a_word_piece_is_left_to_be_embedd
     assert alone == [1, 2] and not pooled[1].any() and not pooled[2].any()
 
 
-@pytest.fixture(scope="module", params=["onnx", "torch"])
+@pytest.fixture(scope="module", params=["openvino", "onnx", "torch"])
 def encoder(request):
     from pagerag.index.encoder import get_encoder
 

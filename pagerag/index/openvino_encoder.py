@@ -1,0 +1,81 @@
+"""Sentence vectors with OpenVINO: the same exported ONNX file as onnx_encoder, in bf16 on CPUs
+that compute bf16 natively (AMX, AVX512-BF16), else fp32.
+
+Why a second runtime: ONNX Runtime has no bf16 kernels on x86, and on this machine's Xeon (AMX)
+OpenVINO's bf16 runs a book's passage pass ~2.5x faster than ONNX Runtime's fp32 for ~35 MB more
+memory (benchmarks/embed_speed.py); its vectors keep a cosine >= 0.9999 to fp32, as torch's bf16
+does. Tokenization, batching, outputs and pooling are OnnxEncoder's; only the runtime differs.
+
+Deterministic where the repository needs it: the same batch gives the same vectors on every run,
+in every process and with any thread count, and a text's vector does not depend on the other
+texts in its batch; it moves by up to ~1e-3 with the width its batch is padded to (bf16
+rounding), which a build fixes (blocks of one document, batched by length).
+
+Compiled models go to OpenVINO's model cache beside the export (`<export>/openvino/`), so a
+process after the first compiles in ~0.5 s instead of ~1 s.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .onnx_encoder import OnnxEncoder
+
+PRECISION_HINT = {"bf16": "bf16", "fp32": "f32"}
+# Batches are padded to a multiple of this many word pieces. OpenVINO prepares its kernels for
+# each input shape it has not seen (~40 ms a shape here); a book's passage pass has a batch
+# width for every length from 1 to 256 word pieces, which cost its first pass ~80% more time
+# (800 Moby Dick passages: 20.5 s, then 12.1 s with the same shapes again; 11.3 s padded to 16).
+WIDTH_STEP = 16
+
+
+class OpenVinoEncoder(OnnxEncoder):
+    backend = "openvino"
+
+    def __init__(self, model_dir: Path, onnx_path: str, threads: int = 0, precision: str = "bf16", sha256: str = "",
+                 cache_dir: Path | None = None):
+        self._cache_dir = cache_dir
+        super().__init__(model_dir, onnx_path, threads, precision, sha256)
+
+    def _open(self, onnx_path: str, threads: int) -> None:
+        from ..offline import import_openvino
+
+        ov = import_openvino()
+
+        config = {
+            "INFERENCE_PRECISION_HINT": PRECISION_HINT[self.precision],
+            "INFERENCE_NUM_THREADS": threads,
+            "PERFORMANCE_HINT": "LATENCY",  # one stream: a batch uses every thread
+            # Threads are not pinned to cores: spaCy's workers and the server's threads share them.
+            "ENABLE_CPU_PINNING": False,
+        }
+        if self._cache_dir is not None:
+            config["CACHE_DIR"] = str(self._cache_dir)
+        self.model = ov.Core().compile_model(onnx_path, "CPU", config)
+        self.dim = int(self.model.output("embedding").get_partial_shape()[-1].get_length())
+        self._local = threading.local()  # an infer request serves one thread at a time
+
+    def _infer(self, outputs: list[str], ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
+        request = getattr(self._local, "request", None)
+        if request is None:
+            request = self._local.request = self.model.create_infer_request()
+        width = ids.shape[1]
+        wide = -(-width // WIDTH_STEP) * WIDTH_STEP
+        if wide != width:
+            ids, mask = (np.pad(a, ((0, 0), (0, wide - width))) for a in (ids, mask))
+        result = request.infer({"input_ids": ids, "attention_mask": mask})  # copies the outputs out
+        return [result[self.model.output(name)][:, :width] if name == "tokens" else result[self.model.output(name)]
+                for name in outputs]
+
+    def release_memory(self) -> None:
+        """Give back the buffers sized for the widest batch (the passage pass's), as OnnxEncoder does."""
+        self.model.release_memory()
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes bf16 itself (OpenVINO reports it as an optimisation capability)."""
+    from ..offline import import_openvino
+
+    return "BF16" in import_openvino().Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
