@@ -71,7 +71,10 @@ class OpenVinoEncoder(OnnxEncoder):
 
     def release_memory(self) -> None:
         """Give back the buffers sized for the widest batch (the passage pass's), as OnnxEncoder does."""
+        from .onnx_encoder import give_back_free_heap
+
         self.model.release_memory()
+        give_back_free_heap()
 
 
 def native_bf16() -> bool:
