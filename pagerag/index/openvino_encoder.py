@@ -84,9 +84,3 @@ class OpenVinoEncoder(OnnxEncoder):
         self.model, self._local = None, threading.local()
         give_back_free_heap()
 
-
-def native_bf16() -> bool:
-    """Whether this CPU computes bf16 itself (OpenVINO reports it as an optimisation capability)."""
-    from ..offline import import_openvino
-
-    return "BF16" in import_openvino().Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")

@@ -14,9 +14,9 @@ MODEL = "packaged:all-MiniLM-L6-v2"
 
 
 def test_auto_is_openvino_in_bf16_where_the_cpu_has_it():
-    from pagerag.index.openvino_encoder import native_bf16
+    from pagerag.index.embed import cpu_has_bf16
 
-    native = native_bf16()
+    native = cpu_has_bf16()
     assert choose(MODEL, "auto", "auto") == choose(MODEL, "openvino", "auto")
     assert choose(MODEL, "auto", "auto").backend == "openvino"
     assert choose(MODEL, "auto", "auto").precision == ("bf16" if native else "fp32")
@@ -69,8 +69,9 @@ def test_openvino_is_imported_without_its_telemetry():
     import sys
 
     code = ("import sys\n"
-            "from pagerag.index.encoder import choose\n"
-            "print(choose('packaged:all-MiniLM-L6-v2', 'auto', 'auto').backend)\n"
+            "from pagerag.index.encoder import get_encoder\n"
+            "from pagerag.settings import load_settings\n"
+            "print(get_encoder(load_settings(environ={}).embed).backend)\n"
             "from openvino.tools.ovc import telemetry_utils\n"
             "print(sys.modules['openvino_telemetry'] is None, telemetry_utils.tm.__name__)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
