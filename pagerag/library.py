@@ -230,7 +230,8 @@ def graph_stages(library: Library, base: Base | None, settings: Settings, cache:
         library.mentions = {d: m for d, m in library.mentions.items() if d in library.unsaved}
     else:
         raw, tokens = _llm_graph(passages, settings, cache, progress, timings, llm)
-    embedder = MemoEmbedder(get_encoder(settings.embed))
+    encoder = get_encoder(settings.embed)
+    embedder = MemoEmbedder(encoder)
     previous: dict[str, dict[str, tuple[str, str]]] = {}
     if base is not None:
         _seed_names(embedder, base.repo)
@@ -264,6 +265,9 @@ def graph_stages(library: Library, base: Base | None, settings: Settings, cache:
         timings["communities"] = round(time.perf_counter() - t0, 3)
     governance["summaries_reused"] = reused
     entity_vectors = run_timed(timings, "entity_vectors", lambda: embed_name_vectors(graphs, embedder))
+    # the last text of the graph stages: the compiled model (~170 MB with OpenVINO) would otherwise sit
+    # under the writing of the version, where an add into a large library peaks
+    encoder.release_memory()
     stage = GraphStage(graphs, entity_vectors, tokens, governance)
     stage.summary_keys = summary_keys
     return stage

@@ -116,6 +116,7 @@ def _skip_known(docs, base: Base, notes: list[str]):
 def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache: StageCache, timings, started, llm,
                   show_progress, on_progress, executor, ray_address) -> BuildReport:
     from .index.lexical import BM25Index
+    from .index.onnx_encoder import give_back_free_heap
     from .repository import publish, staging_dir, validate_repository
 
     staging = staging_dir(repo)
@@ -140,6 +141,7 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
                 added, new_docs = sorted(library.docs), None if base is None else set(library.docs)
                 del library, graph_stage, bm25, table, parts  # written: validation reads them back from disk
                 gc.collect()
+                give_back_free_heap()  # what they held, back to the system before validation reads the tables
                 advance(1)
                 validate_repository(staging, docs=new_docs)
                 advance(1)
