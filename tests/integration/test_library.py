@@ -234,3 +234,26 @@ def test_past_ann_min_rows_dense_search_goes_through_an_ann_index(parts, tmp_pat
     rag = PageRAG(repo, settings=settings)
     assert use_lancedb(rag.state, settings.retrieve.dense_search)
     assert rag.retrieve("Who is Marley?").evidence
+
+
+def test_an_add_writes_its_version_without_the_encoder_held(parts, settings, tmp_path):
+    """The compiled model is given back after the graph stages' last names: an add into a large
+    library peaks while it writes the new version, and the model (~170 MB) would sit under it."""
+    from pagerag.build import add_documents, build_repository
+    from pagerag.index.encoder import get_encoder
+    from pagerag.index.openvino_encoder import OpenVinoEncoder
+
+    encoder = get_encoder(settings.embed)
+    if not isinstance(encoder, OpenVinoEncoder):
+        pytest.skip(f"the default encoder here is {type(encoder).__name__}: only OpenVINO's compiled model is dropped")
+    loaded_at: dict[str, bool] = {}
+
+    def watch(stage: str, completed: int, total) -> None:
+        if completed == 0:
+            loaded_at.setdefault(stage, encoder.model is not None)
+
+    repo = tmp_path / "a.rag"
+    build_repository([parts["a"]], repo, settings, show_progress=False)
+    add_documents([parts["b"]], repo, settings, show_progress=False, on_progress=watch)
+    assert loaded_at["communities"] is True  # compiled again for the new entity names
+    assert loaded_at["publish"] is False
