@@ -265,7 +265,7 @@ def graph_stages(library: Library, base: Base | None, settings: Settings, cache:
         timings["communities"] = round(time.perf_counter() - t0, 3)
     governance["summaries_reused"] = reused
     entity_vectors = run_timed(timings, "entity_vectors", lambda: embed_name_vectors(graphs, embedder))
-    # the last text of the graph stages: the compiled model (~170 MB with OpenVINO) would otherwise sit
+    # the last text of the graph stages: the compiled model (OpenVINO's kernels and buffers) would otherwise sit
     # under the writing of the version, where an add into a large library peaks
     encoder.release_memory()
     stage = GraphStage(graphs, entity_vectors, tokens, governance)

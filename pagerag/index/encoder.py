@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..settings import EmbedSettings
+from .embed import cpu_has_bf16, resolve_precision
 
 Encode = Callable[[list[str]], np.ndarray]
 ONNX_PRECISIONS = ("fp32", "int8")
@@ -114,51 +115,38 @@ def choose(model: str, backend: str, precision: str) -> Choice:
         raise ConfigError(f"unknown embed.backend '{backend}' (choose {', '.join(BACKENDS)})")
     if backend == "torch":
         return Choice("torch", _torch_precision(precision), "")
-    if backend == "openvino":
-        problem = _openvino_problem(model)
-        if problem:
-            raise ConfigError(f"embed.backend = openvino: {problem}")
-        return Choice("openvino", _openvino_precision(precision), "")
-    if backend == "auto" and precision != "int8" and not _openvino_problem(model):
-        if precision != "bf16" or _native_bf16():
-            return Choice("openvino", _openvino_precision(precision), "")
-    if backend == "auto" and precision == "bf16":
-        return Choice("torch", _torch_precision(precision), "")
-    if precision not in ("auto", *ONNX_PRECISIONS):
+    if backend == "openvino" and not _openvino_installed():
+        raise ConfigError("embed.backend = openvino: openvino is not installed (pip install openvino)")
+    openvino = backend == "openvino" or (backend == "auto" and precision != "int8" and _openvino_installed()
+                                         and (precision != "bf16" or cpu_has_bf16()))
+    if backend == "auto" and precision == "bf16" and not openvino:
+        return Choice("torch", _torch_precision(precision), "")  # torch's autocast: the other bf16 path
+    if not openvino and precision not in ("auto", *ONNX_PRECISIONS):
         raise ConfigError(f"embed.precision = {precision} needs embed.backend = openvino or torch (onnx runs fp32 or int8)")
-    problem = _onnx_problem(model)
-    if problem and backend == "onnx":
-        raise ConfigError(f"embed.backend = onnx: {problem}")
+    problem = _onnx_problem(model)  # both runtimes run the checksummed export: checked once
+    if problem and backend != "auto":
+        raise ConfigError(f"embed.backend = {backend}: {problem}")
     if problem:
         return Choice("torch", _torch_precision("auto" if precision == "int8" else precision),
                       f"embed.backend = auto uses torch: {problem}")
+    if openvino:
+        return Choice("openvino", _openvino_precision(precision), "")
     return Choice("onnx", _onnx_precision(model, precision), "")
 
 
-def _openvino_problem(model: str) -> str:
-    """Why OpenVINO cannot run the model here ('' when it can): no openvino, or no ONNX export."""
+def _openvino_installed() -> bool:
     import importlib.util
 
     # Found, not imported: choosing runs before a cold ask's first line, and the import costs ~0.3 s
-    if importlib.util.find_spec("openvino") is None:
-        return "openvino is not installed (pip install openvino)"
-    return _onnx_problem(model)
+    return importlib.util.find_spec("openvino") is not None
 
 
 def _openvino_precision(precision: str) -> str:
     if precision == "int8":
         raise ConfigError("embed.precision = int8 needs embed.backend = onnx (openvino runs bf16 or fp32)")
-    if precision == "bf16" and not _native_bf16():
+    if precision == "bf16" and not cpu_has_bf16():
         raise ConfigError("embed.precision = bf16: this CPU has no native bf16 (AMX or AVX512-BF16); use fp32")
-    if precision == "auto":
-        return "bf16" if _native_bf16() else "fp32"
-    return precision
-
-
-def _native_bf16() -> bool:
-    from .embed import cpu_has_bf16
-
-    return cpu_has_bf16()
+    return resolve_precision(precision)
 
 
 def _onnx_problem(model: str) -> str:
@@ -191,8 +179,6 @@ def _onnx_precision(model: str, precision: str) -> str:
 def _torch_precision(precision: str) -> str:
     if precision == "int8":
         raise ConfigError("embed.precision = int8 needs embed.backend = onnx (torch runs fp32 or bf16)")
-    from .embed import resolve_precision
-
     return resolve_precision(precision)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .onnx_encoder import OnnxEncoder
+from .onnx_encoder import OnnxEncoder, give_back_free_heap
 
 PRECISION_HINT = {"bf16": "bf16", "fp32": "f32"}
 # Batches are padded to a multiple of this many word pieces. OpenVINO prepares its kernels for
@@ -77,10 +77,7 @@ class OpenVinoEncoder(OnnxEncoder):
         next text, which compiles it again from the model cache. The compiled model with its
         per-shape kernels holds ~150 MB more than ONNX Runtime's session after a book's pass,
         and spaCy's worker processes are started from this one next (the build's peak)."""
-        from .onnx_encoder import give_back_free_heap
-
         if self.model is not None:
             self.model.release_memory()
         self.model, self._local = None, threading.local()
         give_back_free_heap()
-

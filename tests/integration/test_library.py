@@ -238,7 +238,7 @@ def test_past_ann_min_rows_dense_search_goes_through_an_ann_index(parts, tmp_pat
 
 def test_an_add_writes_its_version_without_the_encoder_held(parts, settings, tmp_path):
     """The compiled model is given back after the graph stages' last names: an add into a large
-    library peaks while it writes the new version, and the model (~170 MB) would sit under it."""
+    library peaks while it writes the new version, and the model would sit under it."""
     from pagerag.build import add_documents, build_repository
     from pagerag.index.encoder import get_encoder
     from pagerag.index.openvino_encoder import OpenVinoEncoder
