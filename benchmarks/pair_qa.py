@@ -3,6 +3,8 @@ that does not (pagerag.train.pairs). The wording is identical on both sides, so 
 from the question's form gets at most one side of each pair right; only reading gets both.
 
     python -m pagerag.train.pairs --books train --out PAIRS              # the pairs and their texts
+    python -m pagerag.train.pairs --books test --cut-only --out PAIRS_TEST   # report only
+    python benchmarks/pair_qa.py make-dev --pairs PAIRS_DEV              # DEV inserts (benchmarks/pairs/), report only
     python benchmarks/pair_qa.py build --pairs PAIRS --repos PREPOS      # a repository per side
     python benchmarks/pair_qa.py run --pairs PAIRS --repos PREPOS --out OUT [--system extractive|llm] [--per-book N]
     python benchmarks/pair_qa.py report --out OUT
@@ -27,6 +29,24 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from pagerag.train.pairs import Pair, read_pairs, side_text_path  # noqa: E402
+
+
+DEV_SETS = {"DEV-A": ("qa/christmas_carol.qa.jsonl", "books/christmas_carol.txt"),
+            "DEV-B": ("qa/cornwall.qa.jsonl", "graphrag-bench-novel/texts/Novel-44557.txt")}
+
+
+def make_dev(pairs_dir: Path) -> None:
+    """Insert pairs for the DEV sets' unanswerable questions (inserts written for reporting:
+    benchmarks/pairs/DEV-*.insert.jsonl); never fitted on."""
+    import os
+
+    from pagerag.train.pairs import make_book
+
+    data = Path(os.environ.get("PAGERAG_DATA_DIR") or REPO_ROOT.parent / "shared" / "data")
+    for name, (qa, book) in DEV_SETS.items():
+        pairs = make_book(name, pairs_dir / name, data, book_file=data / book, qa_path=data / qa,
+                          inserts_path=REPO_ROOT / "benchmarks" / "pairs" / f"{name}.insert.jsonl", cut=False)
+        print(f"{name}: {len(pairs)} insert pairs", flush=True)
 
 
 def side_repo(repos: Path, book: str, side: str) -> Path:
@@ -144,6 +164,39 @@ def summaries(rows: list[dict]) -> dict:
     return {f"{system} / {group}": pair_summary(v) for (system, group), v in sorted(groups.items())}
 
 
+def wording_on_pairs(pairs: list[Pair]) -> dict:
+    """The wording-only baseline on pairs: TF-IDF + logistic regression on the 750 written
+    training questions (answerable or not; benchmarks/reader_sketch.py's model), its threshold
+    refusing 85% of the held-out unanswerable ones. It reads the question, never the book, so it
+    decides both sides of a pair alike: both right is 0 by construction; what it answers, it
+    answers on both sides."""
+    import os
+
+    import numpy as np
+    from reader_sketch import questions, wording_baseline  # benchmarks/ is on sys.path
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import LeaveOneGroupOut, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+
+    from pagerag.train.books import TRAIN_BOOKS
+
+    data = Path(os.environ.get("PAGERAG_DATA_DIR") or REPO_ROOT.parent / "shared" / "data")
+    rows = [r for b in TRAIN_BOOKS for r in questions(data, f"qa/train/{b}.qa.jsonl")]
+    q, y = [r["question"] for r in rows], np.array([int(r["answerable"]) for r in rows])
+    model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+                          LogisticRegression(C=3.0, max_iter=2000))
+    held = cross_val_predict(model, q, y, groups=[r["book"] for r in rows], cv=LeaveOneGroupOut(),
+                             method="predict_proba")[:, 1]
+    cut = float(np.quantile(held[y == 0], 0.85))
+    model.fit(q, y)
+    natural = wording_baseline({b: [r for r in rows if r["book"] == b] for b in TRAIN_BOOKS}, {})
+    p = model.predict_proba([x.question for x in pairs])[:, 1] if pairs else np.array([])
+    return {"natural_lobo_auc": natural["training_lobo"]["auc"], "pairs": len(pairs),
+            "answered_both_sides": float(np.mean(p > cut)) if pairs else float("nan"),
+            "refused_both_sides": float(np.mean(p <= cut)) if pairs else float("nan"), "both": 0.0}
+
+
 def pct(x) -> str:
     return "n/a" if x is None or x != x else f"{100 * x:.1f}"
 
@@ -160,7 +213,7 @@ def print_pairs(table: dict, title: str = "pairs") -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("build", "run", "report"))
+    ap.add_argument("command", choices=("make-dev", "build", "run", "report"))
     ap.add_argument("--pairs", type=Path)
     ap.add_argument("--repos", type=Path)
     ap.add_argument("--out", type=Path)
@@ -169,8 +222,12 @@ def main() -> int:
     ap.add_argument("--pipeline", default="full")
     ap.add_argument("--per-book", type=int, default=None, help="pairs per book, drawn with a fixed seed")
     ap.add_argument("--kind", default=None, help="insert or cut (default: both)")
+    ap.add_argument("--wording", action="store_true", help="also the wording-only baseline on these pairs")
     args = ap.parse_args()
     books = set(args.books.split(",")) if args.books else None
+    if args.command == "make-dev":
+        make_dev(args.pairs)
+        return 0
     if args.command == "build":
         build(args.pairs, args.repos, books)
         return 0
@@ -185,6 +242,11 @@ def main() -> int:
             llm = {"backend": "llamacpp", "gguf": load_settings().llm.gguf}
         run(sample(pairs, args.per_book), args.repos, rows, name, llm, args.pipeline)
     print_pairs(summaries(rows.rows))
+    if args.wording and args.pairs:
+        w = wording_on_pairs([p for p in read_pairs(args.pairs, books) if args.kind in (None, p.kind)])
+        print(f"\nwording only (the question's text, no book): AUC {w['natural_lobo_auc']:.3f} on the written training "
+              f"sets held out by book; on {w['pairs']} pairs it answers both sides of {pct(w['answered_both_sides'])}% "
+              f"and refuses both of {pct(w['refused_both_sides'])}%: both right **0.0** (by construction)")
     return 0
 
 

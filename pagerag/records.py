@@ -384,7 +384,8 @@ class Citation(Span):
 @dataclass
 class Verdict:
     """s(q, E): does the evidence support an answer? `method`: model (the fitted sufficiency
-    model) | model+llm (the same with the LLM's P(yes) as a feature) | skipped."""
+    model) | llm-windows (the LLM judge, excerpt by excerpt, with its threshold calibrated on
+    pairs) | llm-windows (uncalibrated) | skipped."""
 
     sufficient: bool
     method: str
@@ -411,6 +412,9 @@ class Answer:
     # what the reader (pagerag.read) said of its best sentence: P(it states the answer), the
     # answer span and its margin over "no answer here"; empty when nothing was read
     reader: dict[str, Any] = field(default_factory=dict)
+    # with an LLM, what it made of each excerpt it read alone: n, passage, P(yes), whether its
+    # quote was found in the excerpt (generate.window_judge); empty without an LLM
+    judged: list[dict[str, Any]] = field(default_factory=list)
     escalated: bool = False
     backend: str = "extractive"
     pipeline: str = "full"
@@ -447,6 +451,7 @@ class Answer:
             "hints": self.hints,
             "verdict": asdict(self.verdict) if self.verdict else None,
             "reader": self.reader,
+            "judged": list(self.judged),
             "escalated": self.escalated,
             "backend": self.backend,
             "pipeline": self.pipeline,

@@ -239,9 +239,15 @@ class GenerateSettings(_Section):
         True, description="When RCS < tau, widen the route once (all allowed operators, 1.5x budget) and re-score before refusing."
     )
     judge: Literal["auto", "model"] = Field(
-        "auto", description="Sufficiency with an LLM: auto = when `pagerag calibrate --llm BACKEND` has fitted a "
-        "decision for this backend and model, the LLM's P(yes) (one short call) is weighed with the reader by that "
-        "model; without a calibration, or with model, the reader's model alone decides."
+        "auto", description="Sufficiency with an LLM: auto = the LLM reads the best `judge_windows` excerpts one at a "
+        "time and gives P(it states the answer) for each; the answer comes only from an excerpt judged to state it, "
+        "with a quote of its sentence that must be found in it; the threshold is the one `pagerag calibrate --llm "
+        "BACKEND` fitted on pairs for this backend and model (uncalibrated: P(yes) >= 0.5). model = the reader's "
+        "model alone decides and the LLM only writes the answer."
+    )
+    judge_windows: int = Field(
+        4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "
+        "the retrieval's order (the first evidence passages)."
     )
     reader: str = Field(
         "", description="The reader model directory (reader.onnx, tokenizer.json, reader.json with their sha256, as "
@@ -264,10 +270,6 @@ class GenerateSettings(_Section):
     context_tokens: int = Field(
         1500, ge=50, description="Evidence (tiktoken tokens) shown to the LLM answerer: the retrieved passages' sentence "
         "windows, best-ranked first, as numbered excerpts."
-    )
-    judge_context_tokens: int = Field(
-        300, ge=50, description="Evidence the LLM's yes/no judgement reads: the first (best) excerpts up to this many "
-        "tokens, a prefix of the answerer's, so a local model reuses the evaluated prompt."
     )
     answer_max_tokens: int = Field(160, ge=8, description="Longest answer the LLM may write (tokens).")
     attribute_uncited: bool = Field(

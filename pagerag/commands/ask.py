@@ -209,17 +209,17 @@ def _reader_row(directory: str) -> tuple[str, str, str]:
 
 
 def _llm_decision_row(settings, backend: str) -> tuple[str, str, str]:
-    """Whether `pagerag calibrate --llm` fitted a decision for the configured LLM (not built here:
-    the file is named from the backend and model, which for openai may need the server)."""
+    """Whether `pagerag calibrate --llm` fitted the judge's threshold for the configured LLM (not
+    built here: the file is named from the backend and model, which for openai may need the server)."""
     from ..offline import cache_root
 
     if backend == "extractive":
-        return ("LLM decision", "info", "no LLM: the reader's model decides")
-    found = sorted(p.name for p in (cache_root() / "calibration").glob(f"{backend}-*.json"))
+        return ("LLM judge", "info", "no LLM: the reader's model decides")
+    found = sorted(p.name for p in (cache_root() / "calibration").glob(f"{backend}-*.windows.json"))
     if found:
-        return ("LLM decision", "ok", f"calibrated: {', '.join(found)} ({cache_root() / 'calibration'})")
-    return ("LLM decision", "info", f"none for {backend}: the reader's model decides and the LLM only answers; "
-                                    f"`pagerag calibrate --llm {backend}` fits one")
+        return ("LLM judge", "ok", f"calibrated on pairs: {', '.join(found)} ({cache_root() / 'calibration'})")
+    return ("LLM judge", "info", f"not calibrated for {backend}: it answers where an excerpt's P(yes) >= 0.5; "
+                                 f"`pagerag calibrate --llm {backend}` fits the threshold on training-book pairs")
 
 
 def _embedder_row(model: str) -> tuple[str, str, str]:
@@ -263,7 +263,7 @@ def _rcs_row(settings) -> tuple[str, str, str]:
 def _prompts_row() -> tuple[str, str, str]:
     from ..resources import resource_dir
 
-    needed = ["answer", "judge_sufficiency_yesno"]
+    needed = ["answer", "judge_window", "quote_answer"]
     folder = resource_dir("prompts")
     absent = [n for n in needed if not (folder / f"{n}.txt").is_file()]
     return ("prompts", "missing" if absent else "ok", f"{folder}" + (f" lacks {', '.join(absent)}" if absent else ""))

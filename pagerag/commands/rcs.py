@@ -97,28 +97,33 @@ def calibrate(
 
 
 def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, quiet: bool) -> None:
+    """Fit the LLM judge's threshold on the packaged training-book pairs (evaluate.llm_calibration)."""
     from ..errors import ConfigError
-    from ..evaluate.llm_calibration import calibrate_llm
-    from ..generate.models import CALIBRATION_SAMPLE, llm_decision_path
+    from ..evaluate.llm_calibration import calibrate_llm, read_sample, save_decision
+    from ..generate.models import CALIBRATION_SAMPLE, window_decision_path
     from ..llm import get_llm
     from ..progress import StageProgress
     from ..settings import load_settings
 
     if backend not in ("openai", "llamacpp"):
         raise ConfigError(f"--llm {backend}: calibrate an LLM backend (openai or llamacpp)")
-    model_llm = get_llm(load_settings(llm=backend).llm)
+    settings = load_settings(llm=backend)
+    model_llm = get_llm(settings.llm)
     if model_llm is None:
         raise ConfigError(f"--llm {backend}: no such LLM is configured")
-    from ..evaluate.llm_calibration import read_sample
-
-    total = len([r for r in read_sample(CALIBRATION_SAMPLE) if r.get("label") is not None][:limit])
+    if target_cwar is not None:
+        raise ConfigError("--target-cwar applies to a repository's RCS gate; the LLM judge's threshold is fitted on pairs")
+    windows = settings.generate.judge_windows
+    pairs = read_sample(CALIBRATION_SAMPLE)[:limit]
+    total = sum(min(windows, len(r["says"])) + min(windows, len(r["silent"])) for r in pairs)
     with StageProgress(enabled=not quiet) as bars:
-        with bars.stage("P(yes)", total) as advance:
-            model, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, target_cwar, progress=lambda i, n: advance(1),
-                                          limit=limit)
-    path = model.save(llm_decision_path(model_llm))
-    aucs = report["held_out_auc_ac"]
-    typer.echo(f"decision for {report['backend']} ({report['model']}): {path}\n  {report['n']} sample questions from "
-               f"{len(report['books'])} training books; held out by book, AUC-AC {aucs['reader model']:.3f} with the "
-               f"reader alone, {aucs['reader model + P(yes)']:.3f} with this LLM's P(yes); tau {model.tau:.3f} for "
-               f"target CWAR {model.target_cwar:.0%}")
+        with bars.stage("P(yes) per excerpt", total) as advance:
+            decision, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, windows, progress=lambda: advance(1),
+                                             limit=limit)
+    path = save_decision(decision, window_decision_path(model_llm))
+    held, fit = report["held_out_by_book"], report["in_sample"]
+    typer.echo(f"judge threshold for {report['backend']} ({report['model']}): {path}\n  tau {report['tau']:.3f} on "
+               f"{report['pairs']} pairs from {len(report['books'])} training books ({windows} excerpts a side); "
+               f"held out by book: answered where the book says {held['answered_where_says']:.0%}, refused where "
+               f"it does not {held['refused_where_not']:.0%}, both {held['both']:.0%} (in sample {fit['both']:.0%}; "
+               f"a decision from the wording alone: 0%)")

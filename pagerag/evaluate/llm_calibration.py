@@ -1,18 +1,21 @@
-"""`pagerag calibrate --llm BACKEND`: fit the answer-or-refuse decision for one LLM.
+"""`pagerag calibrate --llm BACKEND`: fit the LLM judge's threshold on pairs.
 
-A stronger model than the project's local 1.5B knows better when excerpts state an answer, and a
-weaker one knows worse; neither should be trusted blindly. The package ships a calibration sample
-from the 15 training books (`generate/models/calibration_sample.jsonl.gz`, made by `python -m
-pagerag.train.calibration_sample`): a few hundred questions, answerable and not, each with the
-excerpts the yes/no judge reads at question time, the reader model's held-out P(sufficient) and
-the label (the evidence supports an answer). This asks the user's LLM its P(yes) on every one
-(prompts/judge_sufficiency_yesno, one short call each, cached), then fits a logistic model on
-[logit of the reader's P, logit of P(yes)] with scikit-learn. Its threshold comes from held-out
-scores (leave one book out) at the target CWAR of the packaged reader model, so the LLM decision
-is as cautious as the one without it. The report says, held out by book, whether the LLM adds
-anything (AUC-AC with and without P(yes)). The model is stored in the cache
-(`<cache>/calibration/<backend>-<model>.json`) and used by `ask` whenever that backend and model
-answer; without it the reader's model alone decides.
+The judge (generate.window_judge) reads excerpts one at a time and answers from the best one when
+its P(yes) reaches tau. A stronger model than the project's local 1.5B says yes more sharply, a
+weaker one less; tau is fitted for each backend and model on **pairs** from the 15 training books
+(`generate/models/calibration_pairs.jsonl.gz`, made by `python -m pagerag.train.calibration_sample`):
+each pair is one question with the excerpts the judge reads at question time in a book that
+states its answer and in one that does not (an inserted answer, or its answer's sentences cut).
+The wording is the same on both sides, so the fitted threshold can only gain by reading.
+
+For each side the LLM gives P(yes) on each of its first `generate.judge_windows` excerpts (one
+short call each, cached); the side's score is the best of them. tau is the threshold that gets
+the most pairs right on both sides (the book that says: score >= tau; the book that does not:
+below), among those that refuse at least `MIN_REFUSED` of the silent sides when one can. The
+report gives the same figures held out by book (tau chosen on the other books), which is what to
+expect on books the calibration never saw. The threshold is stored in the cache
+(`<cache>/calibration/<backend>-<model>.windows.json`) and used by `ask` with that backend and
+model; uncalibrated, P(yes) >= 0.5 is the threshold.
 """
 from __future__ import annotations
 
@@ -23,12 +26,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..confidence.metrics import auc_ac
-from ..confidence.model import RCSModel, curve_of, l2_for
 from ..errors import PageRAGError
 
-PRIOR = 3.0
-MIN_EXAMPLES = 20
+MIN_PAIRS = 10
+MIN_REFUSED = 0.6  # refused where the book does not say: the floor a threshold must keep when it can
 
 
 def read_sample(path: Path) -> list[dict]:
@@ -39,59 +40,75 @@ def read_sample(path: Path) -> list[dict]:
         raise PageRAGError(f"{path}: cannot read the calibration sample ({exc.__class__.__name__})") from None
 
 
-def p_yes_of(llm, row: dict) -> float | None:
-    """The LLM's P(yes) on the sample row's excerpts (as the judge reads them at question time)."""
-    from ..generate.sufficiency import llm_p_yes
+def side_scores(llm, row: dict, side: str, windows: int, progress: Callable[[], None] | None = None) -> list[float]:
+    """The LLM's P(yes) on each of the side's first `windows` excerpts, as the judge asks it."""
+    from ..generate.window_judge import judge_p_yes
     from ..records import Excerpt, StageCost
 
-    excerpts = [Excerpt(**e) for e in row["excerpts"]]
-    return llm_p_yes(llm, row["question"], excerpts, StageCost(), row.get("graph_context", ""))
-
-
-def held_out(X: np.ndarray, y: np.ndarray, books: np.ndarray, names: list[str]) -> np.ndarray:
-    """Each row scored by a model fitted without its book (scikit-learn LeaveOneGroupOut)."""
-    from sklearn.model_selection import LeaveOneGroupOut
-
-    out = np.full(y.size, np.nan)
-    for train, test in LeaveOneGroupOut().split(X, y, groups=books):
-        if len(set(y[train])) == 2:
-            out[test] = RCSModel.fit(X[train], y[train], names, l2=l2_for(train.size, PRIOR)).score_matrix(X[test])
+    out = []
+    for e in row[side][:windows]:
+        out.append(judge_p_yes(llm, row["question"], Excerpt(**e), StageCost()))
+        if progress:
+            progress()
     return out
 
 
-def calibrate_llm(llm, sample_path: Path, target_cwar: float | None, progress: Callable[[int, int], None] | None = None,
-                  limit: int | None = None) -> tuple[RCSModel, dict]:
-    """The fitted decision for `llm` and its report (held-out AUC-AC with and without P(yes))."""
-    from ..generate.models import SUFFICIENCY, packaged
-    from ..generate.sufficiency import LLM_FEATURE, SUFF_LOGIT, p_yes_logit
+def pair_figures(says: np.ndarray, silent: np.ndarray, tau: float) -> dict[str, float]:
+    """Answered where the book says, refused where it does not, both, at threshold tau."""
+    answered, refused = says >= tau, silent < tau
+    return {"answered_where_says": float(answered.mean()), "refused_where_not": float(refused.mean()),
+            "both": float((answered & refused).mean())}
 
-    rows = [r for r in read_sample(sample_path) if r.get("label") is not None][:limit]
-    X, y, books = [], [], []
-    for i, row in enumerate(rows, 1):
-        p_yes = p_yes_of(llm, row)
-        if p_yes is None:
-            raise PageRAGError(f"the {llm.name} backend ({llm.model}) gives no next-token log-probabilities, so its "
-                               "P(yes) cannot be measured; the reader's model decides alone")
-        X.append([p_yes_logit(row["suff_p"]), p_yes_logit(p_yes)])
-        y.append(float(row["label"]))
-        books.append(row["book"])
-        if progress:
-            progress(i, len(rows))
-    X_, y_, g = np.array(X), np.array(y), np.array(books)
-    if len(y_) < MIN_EXAMPLES or len(set(y_)) < 2:
-        raise PageRAGError(f"calibration needs at least {MIN_EXAMPLES} examples of both labels; got {len(y_)}")
-    names = [SUFF_LOGIT, LLM_FEATURE]
-    with_llm = held_out(X_, y_, g, names)
-    without = held_out(X_[:, :1], y_, g, names[:1])
-    ok = ~np.isnan(with_llm) & ~np.isnan(without)
-    target = packaged(SUFFICIENCY).target_cwar if target_cwar is None else target_cwar
-    model = RCSModel.fit(X_, y_, names, l2=l2_for(y_.size, PRIOR), target_cwar=target)
-    model.curve = curve_of(with_llm[ok], y_[ok])
-    model.tau = model.tau_for(target)
-    report = {"backend": llm.name, "model": llm.model, "n": int(y_.size), "base_rate": float(y_.mean()),
-              "books": sorted(set(books)), "target_cwar": target, "tau": model.tau,
-              "held_out_auc_ac": {"reader model": auc_ac(without[ok], y_[ok]), "reader model + P(yes)": auc_ac(with_llm[ok], y_[ok])},
-              "weights": dict(zip(names, (model.weights / model.std).round(4).tolist()))}
-    model.training = {"fitted_by": "pagerag calibrate --llm", "sample": str(sample_path), **report}
-    model.metrics = report["held_out_auc_ac"]
-    return model, report
+
+def choose_tau(says: np.ndarray, silent: np.ndarray) -> float:
+    """The threshold with the most pairs right on both sides, among those refusing at least
+    MIN_REFUSED of the silent sides (all thresholds when none does); ties: the higher one."""
+    candidates = np.unique(np.concatenate([says, silent, [0.5]]))
+    scored = []
+    for tau in candidates:
+        f = pair_figures(says, silent, tau)
+        scored.append((f["refused_where_not"] >= MIN_REFUSED, f["both"], tau))
+    floor_met = any(ok for ok, _, _ in scored)
+    best = max((s for s in scored if s[0] or not floor_met), key=lambda s: (s[1], s[2]))
+    return float(best[2])
+
+
+def held_out(says: np.ndarray, silent: np.ndarray, books: np.ndarray) -> dict[str, float]:
+    """Each book's pairs decided by the tau chosen on the other books; the figures over all."""
+    answered = np.zeros(says.size, bool)
+    refused = np.zeros(says.size, bool)
+    for book in np.unique(books):
+        other = books != book
+        tau = choose_tau(says[other], silent[other]) if other.any() else 0.5
+        answered[~other], refused[~other] = says[~other] >= tau, silent[~other] < tau
+    return {"answered_where_says": float(answered.mean()), "refused_where_not": float(refused.mean()),
+            "both": float((answered & refused).mean())}
+
+
+def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], None] | None = None,
+                  limit: int | None = None) -> tuple[dict, dict]:
+    """The fitted decision for `llm` ({"tau", ...}) and its report (pair figures, in sample and
+    held out by book). `limit`: the first `limit` pairs of the sample (it interleaves the books)."""
+    rows = read_sample(sample_path)[:limit]
+    if len(rows) < MIN_PAIRS:
+        raise PageRAGError(f"calibration needs at least {MIN_PAIRS} pairs; got {len(rows)}")
+    says, silent = [], []
+    for row in rows:
+        says.append(max(side_scores(llm, row, "says", windows, progress), default=0.0))
+        silent.append(max(side_scores(llm, row, "silent", windows, progress), default=0.0))
+    s, n, books = np.array(says), np.array(silent), np.array([r["book"] for r in rows])
+    tau = choose_tau(s, n)
+    report = {"backend": llm.name, "model": llm.model, "pairs": len(rows), "windows": windows,
+              "kinds": {k: sum(r["kind"] == k for r in rows) for k in sorted({r["kind"] for r in rows})},
+              "books": sorted(set(books.tolist())), "tau": tau, "in_sample": pair_figures(s, n, tau),
+              "held_out_by_book": held_out(s, n, books), "uncalibrated_0.5": pair_figures(s, n, 0.5),
+              "wording_only": {"both": 0.0, "note": "the same decision on both sides of a pair gets at most one right"}}
+    decision = {"tau": tau, "fitted_by": "pagerag calibrate --llm", "sample": Path(sample_path).name, **report,
+                "scores": [{"pair": r["pair"], "says": a, "silent": b} for r, a, b in zip(rows, says, silent)]}
+    return decision, report
+
+
+def save_decision(decision: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(decision, indent=1) + "\n", encoding="utf-8")
+    return path

@@ -82,7 +82,7 @@ def _content_words(text: str) -> list[str]:
     return [stem(w) for w in words(_CITATION.sub(" ", text)) if len(w) > 2 and w.lower() not in STOPWORDS]
 
 
-def _content_stems(text: str) -> set[str]:
+def content_stems(text: str) -> set[str]:
     return set(_content_words(text))
 
 
@@ -91,12 +91,12 @@ def _answers_the_question(excerpt: str, answer: str, question: str, threshold: f
     `threshold` of the answer's own (not the question's) content words."""
     from ..text.sentences import split_sentences
 
-    asked = _content_stems(question)
-    stated = _content_stems(answer) - asked
+    asked = content_stems(question)
+    stated = content_stems(answer) - asked
     if not stated:
         return False
     for start, end in split_sentences(excerpt):
-        words = _content_stems(excerpt[start:end])
+        words = content_stems(excerpt[start:end])
         if words & asked and len(words & stated) >= threshold * len(stated):
             return True
     return False

@@ -33,13 +33,12 @@ from ..llm import LLM, charged
 from ..records import INSUFFICIENT, LOW_CONFIDENCE, UNSUPPORTED, Answer, StageCost, Verdict
 from ..settings import Settings
 from .answer import answer_support, check_citations, llm_answer, recite, ungrounded
-from .context import build_excerpts, graph_context
+from .context import build_excerpts, fold_space, graph_context
 from .extractive import extractive_answer
 from .gate import GateResult, rcs_gate
-from .models import SUFFICIENCY, book_rcs_model, llm_decision, packaged
+from .models import SUFFICIENCY, book_rcs_model, packaged
 from .sentences import READ_LIMIT, Reading, Sentence, answer_first, read_evidence, read_sentences, window_order
-from .sufficiency import (LLM_FEATURE, SUFF_LOGIT, aggregate, decide, evidence_level, judge_excerpts, llm_p_yes,
-                          p_yes_logit, unobserved_as_typical)
+from .sufficiency import aggregate, decide, evidence_level, unobserved_as_typical
 
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -105,13 +104,16 @@ def ask(question: str, pipe: Session, exclude: set[str] | None = None, docs: lis
                            f"score {score} is below the threshold {threshold}{widened}.")
     with _Timer(costs, "evidence"):
         reading = read_evidence(retrieval.question, retrieval.evidence, pipe.state, pipe.settings.embed.model, pipe.encode)
+    if pipe.llm is not None and cfg.evidence_constraint and cfg.judge == "auto":
+        with _Timer(costs, "judge") as cost:
+            return _llm_reads(answer, reading, pipe, cost)
     with _Timer(costs, "read"):
         ranked = read_sentences(retrieval.question, reading.sentences, pipe.state, pipe.read_with())
     answer.reader = reader_summary(ranked)
     excerpts = llm_excerpts(reading, ranked, pipe) if pipe.llm is not None else []
     if cfg.evidence_constraint:
-        with _Timer(costs, "judge") as cost:
-            verdict = _sufficiency(retrieval, reading, ranked, excerpts, gate, pipe, cost)
+        with _Timer(costs, "judge"):
+            verdict = _sufficiency(retrieval, reading, gate, pipe)
         answer.verdict = verdict
         if not verdict.sufficient:
             return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {verdict.missing}.")
@@ -195,10 +197,8 @@ def sufficiency_inputs(retrieval, reading: Reading, rcs: float) -> dict[str, flo
                      max((s.features["lex"] for s in reading.sentences), default=0.0))
 
 
-def _sufficiency(retrieval, reading: Reading, ranked: list[Sentence], excerpts: list, gate: GateResult,
-                 pipe: Session, cost: StageCost) -> Verdict:
-    """P(the evidence supports an answer) from the reader's model; with an LLM calibrated for its
-    backend (and `generate.judge = auto`), the LLM's P(yes) weighed with it by that model."""
+def _sufficiency(retrieval, reading: Reading, gate: GateResult, pipe: Session) -> Verdict:
+    """P(the evidence supports an answer) from the reader's model."""
     cfg = pipe.settings.generate
     rcs = float(book_rcs_model().score(gate.features))
     model = packaged(SUFFICIENCY)
@@ -206,16 +206,61 @@ def _sufficiency(retrieval, reading: Reading, ranked: list[Sentence], excerpts: 
     # `full`, whose routes leave out operators too, and learned what that looks like
     features = unobserved_as_typical(model, sufficiency_inputs(retrieval, reading, rcs),
                                      pipe.settings.retrieve.operators)
-    tau, method = model.tau_for(cfg.target_cwar), "model"
-    calibrated = llm_decision(pipe.llm) if pipe.llm is not None and cfg.judge == "auto" else None
-    if calibrated is not None:
-        shown = judge_excerpts(excerpts, cfg.judge_context_tokens)
-        p_yes = llm_p_yes(pipe.llm, retrieval.question, shown, cost, graph_context_for(retrieval.hints, shown, pipe.settings))
-        if p_yes is not None:
-            p_reader = float(model.score(features))
-            features = {**features, SUFF_LOGIT: p_yes_logit(p_reader), LLM_FEATURE: p_yes_logit(p_yes)}
-            model, tau, method = calibrated, calibrated.tau_for(cfg.target_cwar), "model+llm"
-    return decide(model, features, tau, method, book_names(retrieval))
+    return decide(model, features, model.tau_for(cfg.target_cwar), "model", book_names(retrieval))
+
+
+def _llm_reads(answer: Answer, reading: Reading, pipe: Session, cost: StageCost) -> Answer:
+    """The LLM reads the best excerpts one at a time (window_judge); it answers only from one it
+    judged to state the answer, quoting a sentence that is really there."""
+    from ..records import Citation
+    from .window_judge import UNCALIBRATED_TAU, judge_excerpts_of, quoted_excerpt, read_excerpts
+
+    cfg, encoding = pipe.settings.generate, pipe.settings.chunk.encoding
+    excerpts = judge_excerpts_of(reading, pipe.state, cfg.judge_windows, encoding)
+    if not excerpts:
+        return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: no evidence was retrieved.")
+    decision = window_decision(pipe.llm)
+    tau = decision["tau"] if decision else UNCALIBRATED_TAU
+    method = "llm-windows" if decision else "llm-windows (uncalibrated)"
+    readings = read_excerpts(pipe.llm, answer.question, excerpts, cost, tau, cfg.answer_max_tokens)
+    answer.judged = [{"n": r.excerpt.n, "passage_id": r.excerpt.passage_id, "p_yes": round(r.p_yes, 4),
+                      "quote_found": r.quote is not None if r.reply else None} for r in readings]
+    best = max(readings, key=lambda r: r.p_yes)
+    sufficient = best.p_yes >= tau
+    detail = f"best excerpt's P(yes) {best.p_yes:.2f} vs tau {tau:.2f} ({len(readings)} of {len(excerpts)} excerpts read)"
+    about = ", ".join(book_names_of(answer)[:3]) or "the question's subject"
+    answer.verdict = Verdict(sufficient, method, "" if sufficient else f"no excerpt about {about} states the answer "
+                             f"(the best: P(yes) {best.p_yes:.2f} < {tau:.2f})", round(best.p_yes, 4), detail)
+    if not sufficient:
+        return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {answer.verdict.missing}.")
+    chosen = next((r for r in readings if r.p_yes >= tau and r.quote is not None), None)
+    if chosen is None:
+        return _refuse(answer, UNSUPPORTED, "The excerpt judged to state the answer does not contain the sentence the "
+                       "model quoted from it, so the answer cannot be checked.")
+    cited = Citation.of(quoted_excerpt(pipe.state, chosen, encoding))
+    short = fold_space(chosen.answer)
+    grounded = short and not ungrounded(short, [cited], answer.question) and \
+        answer_support(short, [cited], answer.question) >= cfg.min_answer_support
+    text = short if grounded else f"\u201c{fold_space(cited.text)}\u201d"
+    if short and not grounded:
+        answer.notes.append("the model's short answer was not borne out by its quote; the quoted sentence is the answer")
+    cited.check(pipe.state.passage(cited.passage_id))
+    answer.answer, answer.citations = f"{text} [{cited.n}]", [cited]
+    return answer
+
+
+def window_decision(llm) -> dict | None:
+    """The threshold `pagerag calibrate --llm` fitted on pairs for this backend and model, or None."""
+    import json
+
+    from .models import window_decision_path
+
+    path = window_decision_path(llm)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def book_names_of(answer: Answer) -> list[str]:
+    return list(dict.fromkeys(link.get("name", "") for link in answer.analysis.get("links", []) if link.get("name")))
 
 
 def book_names(retrieval) -> list[str]:

@@ -4,13 +4,13 @@ fitted for a user's LLM.
     models/sufficiency.json      P(the evidence supports an answer) from the reader's scores
     ../confidence/book_rcs.json  the book RCS model (the gate's default, gate.py)
     ../read/model/               the reader itself (pagerag.read)
-    <cache>/calibration/<backend>-<model>.json   a decision for one LLM: the reader's model and
-                                 the LLM's P(yes), fitted by `pagerag calibrate --llm BACKEND`
+    <cache>/calibration/<backend>-<model>.windows.json   the LLM judge's threshold for one LLM,
+                                 fitted on training-book pairs by `pagerag calibrate --llm BACKEND`
 
 All are logistic models (confidence.model.RCSModel files) fitted on the 15 training books (`python
 -m pagerag.train.fit --write`; the LLM decision on the packaged calibration sample of them); each
 file records its training books, label, features and the held-out curve its threshold is read
-from.
+from. models/calibration_pairs.jsonl.gz is the pair sample the LLM judge is calibrated on.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ..errors import PageRAGError
 
 MODELS_DIR = Path(__file__).with_name("models")
 SUFFICIENCY = "sufficiency.json"
-CALIBRATION_SAMPLE = MODELS_DIR / "calibration_sample.jsonl.gz"
+CALIBRATION_SAMPLE = MODELS_DIR / "calibration_pairs.jsonl.gz"
 
 _LOADED: dict[str, object] = {}
 
@@ -54,13 +54,8 @@ def llm_key(llm) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{llm.name}-{llm.model}").strip("-")[:120]
 
 
-def llm_decision_path(llm) -> Path:
+def window_decision_path(llm) -> Path:
+    """Where `pagerag calibrate --llm` keeps the window judge's threshold for this LLM."""
     from ..offline import cache_root
 
-    return cache_root() / "calibration" / f"{llm_key(llm)}.json"
-
-
-def llm_decision(llm):
-    """The decision `pagerag calibrate --llm` fitted for this LLM's backend and model, or None."""
-    path = llm_decision_path(llm)
-    return load_model(path) if path.is_file() else None
+    return cache_root() / "calibration" / f"{llm_key(llm)}.windows.json"

@@ -11,8 +11,8 @@ Features (SUFFICIENCY_FEATURES, all from the question and the retrieved evidence
   names_evidence, attr_span  the share of the question's names the evidence mentions, the best
                   cover of its other words by one evidence span
   graph_*         what the graph added (paths, best path, community match, graph-only share)
-With an LLM, a model fitted for that backend (`pagerag calibrate --llm BACKEND`) also reads the
-LLM's P(yes) on prompts/judge_sufficiency_yesno; without one the reader's model alone decides.
+With an LLM (generate.judge = auto) the LLM reads instead (generate.window_judge); this model
+decides without one, or with generate.judge = model.
 Models are logistic (confidence.model), fitted on the training books by `python -m
 pagerag.train.fit` with nested leave-books-out cross-validation; tau comes from the model's
 held-out accuracy-coverage curve at `generate.target_cwar`.
@@ -22,17 +22,14 @@ from __future__ import annotations
 import math
 from typing import Callable, Mapping, Sequence
 
-from ..llm import LLM, charged, render_prompt
-from ..records import GRAPH_OPERATORS, Evidence, Excerpt, StageCost, Verdict
+from ..records import GRAPH_OPERATORS, Evidence, Verdict
 from ..text.words import stems_of
-from .answer import render_excerpts
 from .question import QuestionTerms
 
 SUFFICIENCY_FEATURES = ("rcs", "read_top", "read_second", "read_margin", "read_best_margin", "read_mass",
                         "read_count", "max_dense", "max_lex", "names_evidence", "attr_span", "graph_paths", "best_path",
                         "community_match", "graph_only_share")
 LLM_FEATURE = "p_yes_logit"
-SUFF_LOGIT = "suff_logit"  # the reader model's P(sufficient), as a logit: the other input of an LLM decision
 
 def evidence_level(terms: QuestionTerms, evidence: Sequence[Evidence], idf: Callable[[str], float]) -> dict[str, float]:
     """Signals over the whole evidence: the share of the question's names it mentions anywhere,
@@ -91,30 +88,6 @@ def p_yes_logit(p_yes: float) -> float:
     """The logit of P(yes), clipped to [0.005, 0.995] so one certain reply cannot dominate."""
     p = min(max(float(p_yes), 0.005), 0.995)
     return math.log(p / (1 - p))
-
-
-def llm_p_yes(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCost,
-              graph_context: str = "") -> float | None:
-    """The LLM's P(yes) that the excerpts state the answer; None when the backend gives no
-    log-probabilities. `graph_context`: the labelled block of context.graph_context ("" for none)."""
-    if not excerpts:
-        return 0.0
-    messages = render_prompt("judge_sufficiency_yesno", excerpts=render_excerpts(excerpts), question=question,
-                             graph_context=graph_context)
-    return charged(llm, cost, lambda: llm.yes_no_logprob(messages))
-
-
-def judge_excerpts(excerpts: list[Excerpt], max_tokens: int) -> list[Excerpt]:
-    """The best excerpts up to `max_tokens` (at least one): a prefix of the answerer's list, so
-    the judge prompt and the answer prompt share their beginning."""
-    out: list[Excerpt] = []
-    used = 0
-    for e in excerpts:
-        if out and used + e.n_tokens > max_tokens:
-            break
-        out.append(e)
-        used += e.n_tokens
-    return out
 
 
 # The graph features and the operators that observe them. The models were fitted on the `full`

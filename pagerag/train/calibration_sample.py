@@ -1,17 +1,16 @@
-"""The calibration sample `pagerag calibrate --llm BACKEND` fits an LLM's decision on, made from the
-training books and shipped in the package.
+"""The calibration sample `pagerag calibrate --llm BACKEND` fits an LLM judge's threshold on: pairs
+from the training books, shipped in the package.
 
-    python -m pagerag.train.calibration_sample --corpus C --repos R --readers READERS \\
-        --held-out FIT_OUT/held_out_p.jsonl [--per-book 20] [--out pagerag/generate/models/calibration_sample.jsonl.gz]
+    python -m pagerag.train.pairs --books train --out PAIRS
+    python benchmarks/pair_qa.py build --pairs PAIRS --repos PREPOS
+    python -m pagerag.train.calibration_sample --pairs PAIRS --repos PREPOS \\
+        [--out pagerag/generate/models/calibration_pairs.jsonl.gz]
 
-Per training book, `--per-book` questions with a fixed seed: half answerable (evidence located),
-half unanswerable (the book's written ones first, then masked, swapped and borrowed in turn).
-Each row holds what the LLM judge would read at question time: the question, the excerpts
-(`generate.decide.llm_excerpts`, ordered by a reader that never saw the book:
-pagerag.train.reader's fold model) cut to `generate.judge_context_tokens`, and the graph context
-drawn from them; beside them the reader model's held-out P(sufficient) (pagerag.train.fit, models
-that never saw the book) and the label (the retrieved evidence supports an answer). No LLM is
-called here: the user's LLM is, by `pagerag calibrate --llm`.
+One row per pair (pagerag.train.pairs: inserted answers and cut answers of the 15 training
+books): the question and, for the book that states its answer (`says`) and the one that does not
+(`silent`), the excerpts the judge reads at question time (generate.window_judge, the default
+retrieval, MAX_EXCERPTS of them). Rows interleave the books (a fixed seed), so `calibrate --limit
+N` takes pairs from every book. No LLM is called here: the user's LLM is, by `pagerag calibrate`.
 """
 from __future__ import annotations
 
@@ -25,69 +24,52 @@ from collections import defaultdict
 from pathlib import Path
 
 from .books import TRAIN_BOOKS
-from .corpus import read_corpus
-from .examples import CorpusExample
+from .pairs import Pair, read_pairs
 
-NEGATIVE_ORDER = ("written", "masked", "swapped", "borrowed")
+MAX_EXCERPTS = 6
+KEEP = ("passage_id", "doc_id", "file", "start", "end", "text", "n", "n_tokens", "line", "score")
 
 
-def choose(examples: list[CorpusExample], per_book: int, seed: int = 0) -> list[CorpusExample]:
+def judge_view(rag, question: str) -> list[dict]:
+    """The excerpts the LLM judge would read for `question` in `rag`, as dicts."""
+    from ..generate.sentences import read_evidence
+    from ..generate.window_judge import judge_excerpts_of
+
+    retrieval = rag.retrieve(question)
+    reading = read_evidence(retrieval.question, retrieval.evidence, rag.state, rag.settings.embed.model, rag.encode)
+    excerpts = judge_excerpts_of(reading, rag.state, MAX_EXCERPTS, rag.settings.chunk.encoding)
+    return [{k: getattr(e, k) for k in KEEP} | {"file": Path(e.file).name} for e in excerpts]
+
+
+def interleave(pairs: list[Pair], seed: int = 0) -> list[Pair]:
+    """Pairs shuffled within each book, then taken a book at a time in turn."""
     rng = random.Random(seed)
-    by_book: dict[str, dict[str, list[CorpusExample]]] = defaultdict(lambda: defaultdict(list))
-    for e in sorted(examples, key=lambda e: e.id):
-        if e.book in TRAIN_BOOKS and (e.kind != "answerable" or e.located):
-            by_book[e.book][e.kind].append(e)
-    out: list[CorpusExample] = []
-    for book in sorted(by_book):
-        kinds = by_book[book]
-        for pool in kinds.values():
-            rng.shuffle(pool)
-        half = per_book // 2
-        out += kinds["answerable"][:half]
-        written = kinds["written"][: (per_book - half) // 2]
-        others = [list(kinds[k]) for k in NEGATIVE_ORDER[1:]]
-        negatives = list(written)
-        while len(negatives) < per_book - half and any(others):
-            for pool in others:
-                if pool and len(negatives) < per_book - half:
-                    negatives.append(pool.pop(0))
-        out += negatives
+    by_book: dict[str, list[Pair]] = defaultdict(list)
+    for p in sorted(pairs, key=lambda p: p.id):
+        by_book[p.book].append(p)
+    for pool in by_book.values():
+        rng.shuffle(pool)
+    out, books = [], sorted(by_book)
+    while any(by_book[b] for b in books):
+        for b in books:
+            if by_book[b]:
+                out.append(by_book[b].pop(0))
     return out
 
 
-def row_for(ex: CorpusExample, rag, reader, held_p: dict[str, float]) -> dict | None:
-    from ..generate.decide import Session, graph_context_for, llm_excerpts, read_ranked
-    from ..generate.sufficiency import judge_excerpts
-    from .features import example_labels
-
-    if ex.id not in held_p:
-        return None
-    pipe = Session(rag.settings, rag.state, rag.encode, None, reader)
-    retrieval = rag.retrieve(ex.question, exclude=set(ex.mask_passage_ids))
-    reading, ranked = read_ranked(retrieval, pipe)
-    shown = judge_excerpts(llm_excerpts(reading, ranked, pipe), rag.settings.generate.judge_context_tokens)
-    label = example_labels(ex, retrieval.evidence)["suff"]
-    keep = ("passage_id", "doc_id", "file", "start", "end", "text", "n", "n_tokens", "line", "score")
-    return {"id": ex.id, "book": ex.book, "kind": ex.kind, "question": ex.question,
-            "excerpts": [{k: getattr(e, k) for k in keep} | {"file": Path(e.file).name} for e in shown],
-            "graph_context": graph_context_for(retrieval.hints, shown, rag.settings),
-            "suff_p": held_p[ex.id], "label": label}
-
-
-def run(corpus: Path, repos: Path, readers: Path, held_out: Path, out: Path, per_book: int, log) -> int:
+def run(pairs_dir: Path, repos: Path, out: Path, log) -> int:
     from ..api import PageRAG
-    from ..read import Reader
-    from .reader_scores import reader_for_book
 
-    held_p = {r["id"]: float(r["p"]) for r in map(json.loads, held_out.read_text().splitlines()) if r.get("p") is not None}
-    chosen = choose(read_corpus(corpus), per_book)
-    rows = []
-    for book in sorted({e.book for e in chosen}):
-        rag = PageRAG(repos / f"{book}.rag", llm="extractive")
-        reader = Reader(reader_for_book(book, readers, None))
-        made = [r for e in chosen if e.book == book if (r := row_for(e, rag, reader, held_p)) is not None]
-        rows += made
-        log(f"{book}: {len(made)} rows")
+    pairs = [p for p in read_pairs(pairs_dir) if p.book in TRAIN_BOOKS]
+    views: dict[tuple[str, str], list[dict]] = {}
+    for (book, side) in sorted({(p.book, s) for p in pairs for s in (p.says, p.silent)}):
+        rag = PageRAG(repos / book / f"{side}.rag", llm="extractive")
+        for p in pairs:
+            if p.book == book and side in (p.says, p.silent):
+                views[(p.id, side)] = judge_view(rag, p.question)
+        log(f"{book}/{side}: read")
+    rows = [{"pair": p.id, "book": p.book, "kind": p.kind, "question": p.question, "answers": p.answers,
+             "says": views[(p.id, p.says)], "silent": views[(p.id, p.silent)]} for p in interleave(pairs)]
     out.parent.mkdir(parents=True, exist_ok=True)
     with io.TextIOWrapper(gzip.GzipFile(out, "wb", mtime=0), encoding="utf-8") as fh:
         for r in rows:
@@ -99,16 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     from ..generate.models import CALIBRATION_SAMPLE
 
     ap = argparse.ArgumentParser(prog="python -m pagerag.train.calibration_sample", description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", required=True, type=Path)
-    ap.add_argument("--repos", required=True, type=Path)
-    ap.add_argument("--readers", required=True, type=Path, help="The work folder of python -m pagerag.train.reader.")
-    ap.add_argument("--held-out", required=True, type=Path, help="held_out_p.jsonl written by python -m pagerag.train.fit.")
-    ap.add_argument("--per-book", type=int, default=20)
+    ap.add_argument("--pairs", required=True, type=Path, help="The pairs folder of python -m pagerag.train.pairs.")
+    ap.add_argument("--repos", required=True, type=Path, help="Their repositories (benchmarks/pair_qa.py build).")
     ap.add_argument("--out", type=Path, default=CALIBRATION_SAMPLE)
     args = ap.parse_args(argv)
-    n = run(args.corpus, args.repos, args.readers, args.held_out, args.out, args.per_book,
-            log=lambda m: print(m, file=sys.stderr, flush=True))
-    print(f"{n} rows -> {args.out}")
+    n = run(args.pairs, args.repos, args.out, log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(f"{n} pairs -> {args.out}")
     return 0
 
 

@@ -1,7 +1,8 @@
 """The policy with an in-process GGUF (llamacpp backend): plumbing only. The tiny model
-(SmolLM2-135M) cannot judge, so the test checks that the yes/no call (P(yes) as a feature of the
-LLM sufficiency model) and the answer call run, cost what they report, keep the model loaded,
-and end in a valid decision."""
+(SmolLM2-135M) cannot judge, so the test checks that the window judge's calls (a yes/no call per
+excerpt, P(yes) from the model's own token probabilities; a quote request where P(yes) reaches
+the threshold) and, with judge = model, the answer call run, cost what they report, keep the
+model loaded, and end in a valid decision."""
 from __future__ import annotations
 
 import os
@@ -37,22 +38,37 @@ def tiny_gguf() -> Path:
 
 def test_local_gguf_runs_the_whole_policy(printer_repo, tiny_gguf, tmp_path):
     # n_ctx 1024 and one thread, as the backend tests load it (the first load in a process wins);
-    # a 300-token excerpt budget keeps both prompts inside that context.
-    rag = PageRAG(printer_repo, llm={"backend": "llamacpp", "gguf": str(tiny_gguf), "threads": 1, "n_ctx": 1024,
-                                   "cache": False},
-                  generate={"context_tokens": 300, "answer_max_tokens": 24, "target_cwar": 0.99},
+    # a judge prompt is one passage (~200 tokens) and a 300-token excerpt budget keeps the answer
+    # prompt inside that context too.
+    llm = {"backend": "llamacpp", "gguf": str(tiny_gguf), "threads": 1, "n_ctx": 1024, "cache": False}
+    rag = PageRAG(printer_repo, llm=llm, generate={"context_tokens": 300, "answer_max_tokens": 24},
                   confidence=permissive_gate(tmp_path))
     answer = rag.ask(ANSWERABLE)
     loads = load_count()
-    # not calibrated for this model (`pagerag calibrate --llm llamacpp`): the reader's model decides
-    # alone and the LLM is asked no yes/no question (test_ask_openai covers a calibrated LLM)
-    assert answer.backend == "llamacpp" and answer.verdict.method == "model" and "P(yes)" not in answer.verdict.detail
-    assert 0.0 <= answer.verdict.score <= 1.0
-    assert not answer.tokens.get("judge", {}).get("prompt")
-    # the laxest target CWAR: the sufficiency model lets the question through, so the answer call must have run
-    assert answer.tokens["answer"]["prompt"] > 100 and answer.latency_ms["answer"] > 0
+    # not calibrated for this model (`pagerag calibrate --llm llamacpp`): the window judge at 0.5
+    assert answer.backend == "llamacpp" and answer.verdict.method == "llm-windows (uncalibrated)"
+    windows = rag.settings.generate.judge_windows
+    assert 1 <= len(answer.judged) <= windows and [j["n"] for j in answer.judged] == list(range(1, len(answer.judged) + 1))
+    # P(yes) from the model's token probabilities: strictly between 0 and 1 (a text reply gives 0 or 1)
+    assert all(0.0 < j["p_yes"] < 1.0 for j in answer.judged)
+    assert answer.verdict.score == max(j["p_yes"] for j in answer.judged)
+    # every excerpt read cost a prompt (llama.cpp's own token counts), all under "judge"
+    assert answer.tokens["judge"]["prompt"] > 100 * len(answer.judged) and answer.latency_ms["judge"] > 0
+    assert "answer" not in answer.tokens
     assert answer.decision == "answered" or answer.reason in REFUSAL_REASONS
+    if answer.decision == "answered":  # only from a quote found in its excerpt, cited from the book
+        assert answer.judged[-1]["quote_found"] and len(answer.citations) == 1
     for citation in answer.citations:
         assert citation.quote in rag.state.source_text(rag.state.passages[rag.state.passage_index[citation.passage_id]].doc_id)
     rag.ask(UNANSWERABLE)  # a second question: no new load
+    assert load_count() == loads
+    # judge = model: the reader's model decides and the LLM is asked no yes/no question; the
+    # laxest target CWAR lets the question through, so the answer call must run
+    model = PageRAG(printer_repo, llm=llm, generate={"judge": "model", "context_tokens": 300, "answer_max_tokens": 24,
+                                                     "target_cwar": 0.99}, confidence=permissive_gate(tmp_path))
+    answered = model.ask(ANSWERABLE)
+    assert answered.verdict.method == "model" and 0.0 <= answered.verdict.score <= 1.0 and answered.judged == []
+    assert not answered.tokens.get("judge", {}).get("prompt")
+    assert answered.tokens["answer"]["prompt"] > 100 and answered.latency_ms["answer"] > 0
+    assert answered.decision == "answered" or answered.reason in REFUSAL_REASONS
     assert load_count() == loads

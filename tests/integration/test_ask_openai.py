@@ -1,30 +1,246 @@
-"""The full policy with the `openai` backend against a real loopback HTTP server: once the
-loopback model is calibrated (`pagerag calibrate --llm`'s fit), its P(yes) weighed with the
-reader's P(sufficient) (and the reader's model alone when the server gives no log-probabilities), cited answers, the citation and grounding checks that refuse
-`unsupported_answer`, and the tokens/latency each stage records."""
+"""The full policy with the `openai` backend against a real loopback HTTP server.
+
+With `generate.judge = "auto"` (the default) the LLM reads the first evidence passages one at a
+time (generate.window_judge): a yes/no call per excerpt, P(yes) from the first token's
+log-probabilities (the yes/no text when the server gives none), and, where P(yes) reaches the
+threshold, a follow-up asking for the sentence that states the answer -- which must be in the
+excerpt -- and the answer. The citation is that sentence as the book has it; the answer is the
+model's short answer when the sentence bears it out, else the sentence itself. The threshold is
+the calibrated one when `pagerag calibrate --llm` stored one for the backend and model, else 0.5.
+
+With `generate.judge = "model"` the reader's sufficiency model decides and the LLM writes an answer
+over numbered excerpts: the citation and grounding checks that refuse `unsupported_answer`.
+
+Both record the tokens and latency of their stages. The loopback model decides what to reply by
+reading the request, as a model would: whether the excerpt it is shown states the sum."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from ask_helpers import loopback_llm, permissive_gate
-from helpers.openai_server import LoopbackOpenAIServer
-from helpers.questions import ANSWER, ANSWERABLE, UNANSWERABLE
+from helpers.openai_server import LoopbackOpenAIServer, words
+from helpers.questions import ANSWER, ANSWERABLE, UNANSWERABLE, UNANSWERABLE_SUBJECT
 
 from pagerag.api import PageRAG
-from pagerag.llm import count_message_tokens
+from pagerag.generate.context import fold_space
+from pagerag.llm import count_message_tokens, render_prompt
 from pagerag.records import INSUFFICIENT, UNSUPPORTED
 
 QUESTION = ANSWERABLE  # Novel-10146-a02 (training set): "$4,000"
-# the loopback LLM's answer: the words of the excerpt that states the sum, citing that excerpt's
-# number ({n}: the excerpts come in the policy's order, not necessarily with that one first)
-REPLY = "Mr. Moore brought down a bag of gold containing $4,000 [{n}]."
-YES = {"Yes": -0.1, "No": -2.4}
-NO = {"No": -0.05, "Yes": -3.2}
+# The book's sentence that states the sum (the training book's own text, whitespace folded)
+BOOK_SENTENCE = ("The district court, subsequently confirmed by the supreme court, decided in favor of the "
+                 "Minnesotian, and the day following the decision Mr. Moore, of the Minnesotian, brought down a bag "
+                 "of gold from the capitol containing $4,000, and divided it up among his employes.")
+# what the loopback model copies of it when asked for the quote: part of the sentence, in capitals
+# of its own -- the citation must still be the whole sentence as the book writes it
+COPIED = "MR. MOORE, of the Minnesotian, brought down a bag of gold from the capitol containing $4,000"
+SHORT = "$4,000 in gold"  # the loopback model's short answer
+YES = {"Yes": -0.1, "No": -2.4}  # P(yes) 0.91
+NO = {"No": -0.05, "Yes": -3.2}  # P(yes) 0.04
+# the judge prompt's closing instruction (after the fenced excerpt): how a request is recognised
+JUDGE_ASK = render_prompt("judge_window", question="", excerpt="")[1]["content"].rsplit(">>>", 1)[1].strip()
+
+
+# --------------------------------------------------------------------------------------------
+# what the loopback model is asked, and what it says
 
 
 def kind_of(body: dict) -> str:
-    return "yesno" if body.get("logprobs") else "answer"
+    """yesno (log-probabilities asked), yesno-text (the same prompt, a reply wanted), quote (the
+    follow-up), answer (prompts/answer, judge = model)."""
+    messages = body["messages"]
+    if len(messages) > 2:
+        return "quote"
+    if messages[-1]["content"].endswith(JUDGE_ASK):
+        return "yesno" if body.get("logprobs") else "yesno-text"
+    return "answer"
+
+
+def fenced(body: dict) -> str:
+    """The excerpt a judge request shows (between the fences of its user message)."""
+    user = body["messages"][1]["content"]
+    assert user.count("<<<") == 1 and user.count(">>>") == 1, user
+    return user.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
+
+
+def states_the_sum(body: dict) -> bool:
+    return ANSWER in fenced(body)
+
+
+def oracle(body: dict) -> dict[str, float]:
+    """P(yes) high where the excerpt shown states the sum, low elsewhere."""
+    return YES if states_the_sum(body) else NO
+
+
+def judge_reply(quote: str = COPIED, answer: str = SHORT):
+    """The loopback model of the window judge: yes/no by the excerpt (as text, when asked for
+    text), then QUOTE:/ANSWER: lines."""
+    def reply(body: dict) -> str:
+        if kind_of(body) == "quote":
+            return f"QUOTE: {quote}\nANSWER: {answer}"
+        return "yes" if states_the_sum(body) else "no"
+
+    return reply
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory):
+    return permissive_gate(tmp_path_factory.mktemp("rcs"))
+
+
+def ask(printer_repo, gate, server, question=QUESTION, **sections):
+    # a lax sufficiency threshold unless a test sets one: the judge = model tests are about what follows it
+    sections["generate"] = {"target_cwar": 0.99, **sections.get("generate", {})}
+    return PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate, **sections).ask(question)
+
+
+def evidence_passages(printer_repo, question: str, k: int) -> list[str]:
+    """The first k distinct passages of the retrieval, in its order."""
+    seen: list[str] = []
+    for e in PageRAG(printer_repo, llm="extractive").retrieve(question).evidence:
+        if e.passage_id not in seen:
+            seen.append(e.passage_id)
+    return seen[:k]
+
+
+def book_text(printer_repo, citation) -> str:
+    state = PageRAG(printer_repo, llm="extractive").state
+    return state.source_text(citation.doc_id)[citation.start:citation.end]
+
+
+# --------------------------------------------------------------------------------------------
+# the window judge (judge = auto)
+
+
+def test_the_judge_reads_excerpts_one_at_a_time_and_answers_from_the_quoted_sentence(printer_repo, gate):
+    with LoopbackOpenAIServer(reply=judge_reply(), top_logprobs=oracle) as server:
+        answer = ask(printer_repo, gate, server)
+        bodies = list(server.bodies)
+    # excerpt [1] states the sum: judged yes, its quote asked for and found; no other excerpt is read
+    assert [kind_of(b) for b in bodies] == ["yesno", "quote"]
+    assert answer.decision == "answered" and answer.backend == "openai"
+    assert [(j["n"], j["quote_found"]) for j in answer.judged] == [(1, True)]
+    assert answer.judged[0]["passage_id"] == evidence_passages(printer_repo, QUESTION, 1)[0]
+    assert answer.judged[0]["p_yes"] == pytest.approx(0.909, abs=0.001)
+    assert answer.verdict.method == "llm-windows (uncalibrated)" and answer.verdict.sufficient
+    assert answer.verdict.score == answer.judged[0]["p_yes"] and "1 of 4 excerpts read" in answer.verdict.detail
+    # the yes/no prompt: the question, then one fenced excerpt -- the whole passage, as stored
+    user = bodies[0]["messages"][1]["content"]
+    assert user.index(f"Question: {QUESTION}") < user.index("<<<")
+    state = PageRAG(printer_repo, llm="extractive").state
+    assert fenced(bodies[0]) == fold_space(state.passage(answer.judged[0]["passage_id"]).text)
+    # the follow-up goes on from the judge's conversation and its "yes"
+    assert bodies[1]["messages"][:2] == bodies[0]["messages"]
+    assert bodies[1]["messages"][2] == {"role": "assistant", "content": "yes"}
+    # the citation: the whole sentence the model copied part of, as the book has it
+    (cited,) = answer.citations
+    assert cited.n == 1 and cited.passage_id == answer.judged[0]["passage_id"]
+    assert cited.quote == book_text(printer_repo, cited) and fold_space(cited.quote) == BOOK_SENTENCE
+    assert COPIED not in cited.quote  # the model's copy differs; the book's text is what is cited
+    # the answer: the model's short answer, which the sentence bears out, and its excerpt's number
+    assert answer.answer == f"{SHORT} [1]"
+    # tokens are the server's (its word counts), all under "judge"; latency from the calls
+    assert answer.tokens["judge"] == {
+        "prompt": sum(words(" ".join(m["content"] for m in b["messages"])) for b in bodies),
+        "completion": 1 + words(f"QUOTE: {COPIED}\nANSWER: {SHORT}")}
+    assert answer.latency_ms["judge"] > 0 and "answer" not in answer.tokens
+    # one passage a prompt: far below the answerer's evidence budget
+    cfg = PageRAG(printer_repo).settings.generate
+    assert count_message_tokens(bodies[0]["messages"]) < cfg.context_tokens
+
+
+def test_a_quote_the_excerpt_does_not_hold_is_refused_as_unsupported(printer_repo, gate):
+    # judged yes where the sum is stated, but the "quote" is a sentence the model made up
+    invented = "Mr. Moore carried a bag of silver worth $5,000 down from the capitol."
+    with LoopbackOpenAIServer(reply=judge_reply(quote=invented, answer="$5,000"), top_logprobs=oracle) as server:
+        answer = ask(printer_repo, gate, server)
+        bodies = list(server.bodies)
+    # a quote not found does not end the reading: the other excerpts are judged (no, so no quote asked)
+    assert [kind_of(b) for b in bodies] == ["yesno", "quote", "yesno", "yesno", "yesno"]
+    assert [(j["n"], j["quote_found"]) for j in answer.judged] == [(1, False), (2, None), (3, None), (4, None)]
+    assert answer.decision == "refused" and answer.reason == UNSUPPORTED
+    assert answer.citations == [] and "$5,000" not in answer.answer and "quoted" in answer.answer
+    assert answer.verdict.sufficient  # judged to state the answer: refused for the quote, not the evidence
+
+
+def test_every_excerpt_judged_no_is_insufficient_evidence_without_a_quote_call(printer_repo, gate):
+    with LoopbackOpenAIServer(reply=judge_reply(), top_logprobs=oracle) as server:
+        answer = ask(printer_repo, gate, server, question=UNANSWERABLE)
+        bodies = list(server.bodies)
+    assert [kind_of(b) for b in bodies] == ["yesno"] * 4  # generate.judge_windows, no quote request
+    assert answer.decision == "refused" and answer.reason == INSUFFICIENT and answer.citations == []
+    # one entry per excerpt, numbered in the retrieval's order, each one passage of it
+    passages = evidence_passages(printer_repo, UNANSWERABLE, 4)
+    assert [j["passage_id"] for j in answer.judged] == passages and [j["n"] for j in answer.judged] == [1, 2, 3, 4]
+    assert all(j["p_yes"] < 0.05 and j["quote_found"] is None for j in answer.judged)
+    state = PageRAG(printer_repo, llm="extractive").state
+    assert [fenced(b) for b in bodies] == [fold_space(state.passage(p).text) for p in passages]
+    assert all(UNANSWERABLE in b["messages"][1]["content"] for b in bodies)
+    assert answer.verdict.method == "llm-windows (uncalibrated)" and answer.verdict.score == max(
+        j["p_yes"] for j in answer.judged)
+    assert UNANSWERABLE_SUBJECT in answer.answer and "0.50" in answer.answer
+
+
+@pytest.mark.parametrize("mode", ["reject_logprobs", "ignore_logprobs"])
+def test_without_log_probabilities_the_yes_no_reply_decides(printer_repo, gate, mode):
+    with LoopbackOpenAIServer(reply=judge_reply(), top_logprobs=YES, mode=mode) as server:
+        rag = PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate)
+        answer = rag.ask(QUESTION)
+        first = [kind_of(b) for b in server.bodies]
+        refused = rag.ask(UNANSWERABLE)
+        second = [kind_of(b) for b in server.bodies][len(first):]
+    # log-probabilities tried once, then the same prompt answered in words: "yes" is P(yes) 1
+    assert first == ["yesno", "yesno-text", "quote"]
+    assert answer.decision == "answered" and answer.answer == f"{SHORT} [1]"
+    assert answer.judged[0]["p_yes"] == 1.0 and fold_space(answer.citations[0].quote) == BOOK_SENTENCE
+    # the backend remembers: the next question's excerpts are judged in words only; "no" is P(yes) 0
+    assert second == ["yesno-text"] * 4
+    assert refused.reason == INSUFFICIENT and [j["p_yes"] for j in refused.judged] == [0.0] * 4
+
+
+def test_a_calibrated_threshold_is_used_for_its_backend_and_model(printer_repo, gate, tmp_path, monkeypatch):
+    from pagerag.generate.models import window_decision_path
+    from pagerag.llm import get_llm
+    from pagerag.settings import load_settings
+
+    monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path))
+    with LoopbackOpenAIServer(reply=judge_reply(), top_logprobs=YES) as server:
+        before = ask(printer_repo, gate, server)
+        path = window_decision_path(get_llm(load_settings(environ={}, llm=loopback_llm(server)).llm))
+        assert path == tmp_path / "calibration" / "openai-loopback-model.windows.json" and not path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"tau": 0.95}), encoding="utf-8")
+        server.bodies.clear()
+        after = ask(printer_repo, gate, server)
+        calls = [kind_of(b) for b in server.bodies]
+    # uncalibrated, P(yes) 0.91 clears 0.5; calibrated at 0.95 it does not
+    assert before.decision == "answered" and before.verdict.method == "llm-windows (uncalibrated)"
+    assert after.decision == "refused" and after.reason == INSUFFICIENT and after.verdict.method == "llm-windows"
+    assert after.verdict.score == pytest.approx(0.909, abs=0.001) and "tau 0.95" in after.verdict.detail
+    assert "0.95" in after.answer and calls == ["yesno"] * 4  # below tau everywhere: no quote asked
+
+
+@pytest.mark.parametrize("short", [SHORT.replace("4,000", "5,000"), "Little Crow brought $4,000",
+                                   "The ship sailed away over the sea at dawn"])
+def test_an_answer_its_quote_does_not_bear_out_gives_way_to_the_quoted_sentence(printer_repo, gate, short):
+    # a number, a name (in the book, not in the sentence), words: none of them in the quoted sentence
+    with LoopbackOpenAIServer(reply=judge_reply(answer=short), top_logprobs=oracle) as server:
+        answer = ask(printer_repo, gate, server)
+    (cited,) = answer.citations
+    assert answer.decision == "answered" and fold_space(cited.quote) == BOOK_SENTENCE
+    assert answer.answer == f"\u201c{BOOK_SENTENCE}\u201d [{cited.n}]"
+    assert short not in answer.answer and any("not borne out" in note for note in answer.notes)
+
+
+# --------------------------------------------------------------------------------------------
+# judge = model: the reader's model decides, the LLM answers over numbered excerpts
+
+# the loopback LLM's answer: the words of the excerpt that states the sum, citing that excerpt's
+# number ({n}: the excerpts come in the policy's order, not necessarily with that one first)
+REPLY = "Mr. Moore brought down a bag of gold containing $4,000 [{n}]."
+MODEL = {"judge": "model"}
 
 
 def sum_excerpt(user: str) -> int:
@@ -35,130 +251,67 @@ def sum_excerpt(user: str) -> int:
 
 def replies(answer: str = REPLY):
     def reply(body: dict) -> str:
-        if kind_of(body) == "yesno":
-            return "Yes"
+        assert kind_of(body) == "answer", "judge = model asks the LLM for nothing but the answer"
         return answer.format(n=sum_excerpt(body["messages"][-1]["content"])) if "{n}" in answer else answer
 
     return reply
 
 
-@pytest.fixture(scope="module")
-def gate(tmp_path_factory):
-    return permissive_gate(tmp_path_factory.mktemp("rcs"))
+def ask_model(printer_repo, gate, server, question=QUESTION, **generate):
+    return ask(printer_repo, gate, server, question, generate={**MODEL, **generate})
 
 
-@pytest.fixture(scope="module", autouse=True)
-def calibrated(tmp_path_factory):
-    """The loopback model calibrated as `pagerag calibrate --llm openai` does (the packaged sample,
-    a model knowing its labels), in a cache of this module's own: only then does `ask` weigh the
-    LLM's P(yes) with the reader. Returns the fitted decision."""
-    from pagerag.evaluate.llm_calibration import calibrate_llm, read_sample
-    from pagerag.generate.models import CALIBRATION_SAMPLE, llm_decision_path
-    from pagerag.llm import get_llm
-    from pagerag.settings import load_settings
-
-    rows = [r for r in read_sample(CALIBRATION_SAMPLE) if r.get("label") is not None][:40]
-    supported = [r["question"] for r in rows if r["label"] == 1]
-
-    def logprobs(body: dict) -> dict[str, float]:
-        known = any(q in body["messages"][-1]["content"] for q in supported)
-        return {"Yes": -0.05, "No": -3.0} if known else {"Yes": -3.0, "No": -0.05}
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PAGERAG_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-        with LoopbackOpenAIServer(top_logprobs=logprobs) as server:
-            llm = get_llm(load_settings(environ={}, llm=loopback_llm(server)).llm)
-            model, _ = calibrate_llm(llm, CALIBRATION_SAMPLE, None, limit=len(rows))
-            model.save(llm_decision_path(llm))
-        yield model
-
-
-def ask(printer_repo, gate, server, question=QUESTION, **sections):
-    # a lax sufficiency threshold unless a test sets one: these tests are about what follows it
-    sections["generate"] = {"target_cwar": 0.99, **sections.get("generate", {})}
-    return PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate, **sections).ask(question)
-
-
-def test_p_yes_feeds_the_llm_sufficiency_model_then_a_cited_answer(printer_repo, gate):
+def test_judge_model_the_reader_decides_and_the_llm_writes_a_cited_answer(printer_repo, gate):
     with LoopbackOpenAIServer(reply=replies(), top_logprobs=YES) as server:
-        answer = ask(printer_repo, gate, server)
+        answer = ask_model(printer_repo, gate, server)
         bodies = list(server.bodies)
-    assert [kind_of(b) for b in bodies] == ["yesno", "answer"]
-    user = bodies[1]["messages"][1]["content"]
+    assert [kind_of(b) for b in bodies] == ["answer"]  # no yes/no call
+    user = bodies[0]["messages"][1]["content"]
     n = sum_excerpt(user)
     assert answer.decision == "answered" and answer.answer == REPLY.format(n=n)
-    assert answer.verdict.method == "model+llm" and "P(yes) 0.91" in answer.verdict.detail
-    assert 0.0 < answer.verdict.score < 1.0
+    assert answer.verdict.method == "model" and 0.0 < answer.verdict.score < 1.0 and answer.judged == []
     assert answer.citations[0].n == n and answer.backend == "openai"
     # the excerpts the model saw are fenced, numbered, and [n] is the one cited
     assert "<<<\n[1] " in user and "\n>>>" in user and ANSWER in answer.citations[0].quote
     assert " ".join(answer.citations[0].quote.split()) in user
     # tokens come from the server's usage (its word counts), latency from the calls
-    assert answer.tokens["judge"]["prompt"] > 0 and answer.tokens["answer"]["completion"] == len(REPLY.split())
-    assert answer.latency_ms["judge"] > 0 and answer.latency_ms["answer"] > 0
-    # each prompt stays within its evidence budget, the graph context's and the template's (tiktoken):
-    # the yes/no call reads the first excerpts (judge_context_tokens), the answer all of them (context_tokens)
+    assert answer.tokens["answer"]["prompt"] > 0 and answer.tokens["answer"]["completion"] == len(REPLY.split())
+    assert not answer.tokens.get("judge", {}).get("prompt") and answer.latency_ms["answer"] > 0
+    # the prompt stays within its evidence budget, the graph context's and the template's (tiktoken)
     cfg = PageRAG(printer_repo).settings.generate
-    judge_tokens, answer_tokens = (count_message_tokens(b["messages"]) for b in bodies)
-    assert judge_tokens <= cfg.judge_context_tokens + cfg.graph_context_tokens + 250
-    assert answer_tokens <= cfg.context_tokens + cfg.graph_context_tokens + 250
-    assert judge_tokens < answer_tokens
+    assert count_message_tokens(bodies[0]["messages"]) <= cfg.context_tokens + cfg.graph_context_tokens + 250
 
 
-def test_the_llms_p_yes_moves_p_sufficient_the_way_the_fitted_model_weighs_it(printer_repo, gate, calibrated):
-    from pagerag.generate.sufficiency import LLM_FEATURE
-
-    weight = calibrated.weights[calibrated.feature_names.index(LLM_FEATURE)]
-    scores = {}
-    for name, logprobs in (("yes", YES), ("no", NO)):
-        with LoopbackOpenAIServer(reply=replies(), top_logprobs=logprobs) as server:
-            scores[name] = ask(printer_repo, gate, server).verdict.score
-    assert (scores["yes"] > scores["no"]) == (weight > 0) and scores["yes"] != scores["no"]
-
-
-def test_a_refusal_below_tau_composes_no_answer(printer_repo, gate):
-    with LoopbackOpenAIServer(reply=replies(), top_logprobs=NO) as server:
-        answer = ask(printer_repo, gate, server, generate={"target_cwar": 0.0001})
+def test_judge_model_a_refusal_below_tau_composes_no_answer(printer_repo, gate):
+    with LoopbackOpenAIServer(reply=replies(), top_logprobs=YES) as server:
+        answer = ask_model(printer_repo, gate, server, target_cwar=0.0001)
         calls = len(server.bodies)
     assert answer.decision == "refused" and answer.reason == INSUFFICIENT
-    assert answer.verdict.method == "model+llm" and "P(yes) 0.04" in answer.verdict.detail
-    assert calls == 1  # the yes/no call only: no answer was composed
-
-
-def test_without_log_probabilities_the_no_llm_model_decides(printer_repo, gate):
-    with LoopbackOpenAIServer(reply=replies(), mode="reject_logprobs") as server:
-        answer = ask(printer_repo, gate, server)
-        kinds = [kind_of(b) for b in server.bodies]
-    assert kinds == ["yesno", "answer"]  # tried log-probabilities once, then answered
-    assert answer.verdict.method == "model" and answer.decision == "answered"
-    with LoopbackOpenAIServer(reply=replies()) as server:
-        answer = ask(printer_repo, gate, server, generate={"judge": "model"})
-        assert [kind_of(b) for b in server.bodies] == ["answer"]  # judge = model: no yes/no call
-    assert answer.verdict.method == "model"
+    assert answer.verdict.method == "model" and not answer.verdict.sufficient
+    assert calls == 0  # the reader's model refused: the LLM was not asked
 
 
 def test_answer_without_a_valid_citation_is_refused(printer_repo, gate):
     for text in (REPLY.replace(" [{n}]", ""), REPLY.replace("[{n}]", "[99]")):
-        with LoopbackOpenAIServer(reply=replies(answer=text), top_logprobs=YES) as server:
-            answer = ask(printer_repo, gate, server, generate={"attribute_uncited": False})
+        with LoopbackOpenAIServer(reply=replies(answer=text)) as server:
+            answer = ask_model(printer_repo, gate, server, attribute_uncited=False)
         assert answer.decision == "refused" and answer.reason == UNSUPPORTED, text
         assert answer.citations == []
 
 
 def test_uncited_answer_is_cited_only_when_an_excerpt_bears_it_out(printer_repo, gate):
-    with LoopbackOpenAIServer(reply=replies(answer=REPLY.replace(" [{n}]", "")), top_logprobs=YES) as server:
-        answer = ask(printer_repo, gate, server)
+    with LoopbackOpenAIServer(reply=replies(answer=REPLY.replace(" [{n}]", ""))) as server:
+        answer = ask_model(printer_repo, gate, server)
     assert answer.decision == "answered" and answer.answer.endswith(f"[{answer.citations[0].n}]")
     assert ANSWER in answer.citations[0].quote and any("bears it out" in n for n in answer.notes)
-    with LoopbackOpenAIServer(reply=replies(answer="The ship left Bristol at dawn."), top_logprobs=YES) as server:
-        answer = ask(printer_repo, gate, server)
+    with LoopbackOpenAIServer(reply=replies(answer="The ship left Bristol at dawn.")) as server:
+        answer = ask_model(printer_repo, gate, server)
     assert answer.reason == UNSUPPORTED
 
 
 def test_invalid_citation_marks_are_removed_and_noted(printer_repo, gate):
-    with LoopbackOpenAIServer(reply=replies(answer="A bag of gold containing $4,000 [{n}][99]."),
-                              top_logprobs=YES) as server:
-        answer = ask(printer_repo, gate, server)
+    with LoopbackOpenAIServer(reply=replies(answer="A bag of gold containing $4,000 [{n}][99].")) as server:
+        answer = ask_model(printer_repo, gate, server)
         n = sum_excerpt(server.bodies[-1]["messages"][-1]["content"])
     assert answer.decision == "answered" and answer.answer == f"A bag of gold containing $4,000 [{n}]."
     assert [c.n for c in answer.citations] == [n]
@@ -167,31 +320,29 @@ def test_invalid_citation_marks_are_removed_and_noted(printer_repo, gate):
 
 def test_answer_the_cited_excerpts_do_not_bear_out_is_refused(printer_repo, gate):
     # no name or number to fail the grounding check: only its words are not in any excerpt
-    with LoopbackOpenAIServer(reply=replies(answer="The ship sailed away over the sea at dawn [1]."),
-                              top_logprobs=YES) as server:
-        answer = ask(printer_repo, gate, server)
+    with LoopbackOpenAIServer(reply=replies(answer="The ship sailed away over the sea at dawn [1].")) as server:
+        answer = ask_model(printer_repo, gate, server)
     assert answer.decision == "refused" and answer.reason == UNSUPPORTED
     assert "not borne out" in answer.answer
 
 
 def test_answerer_may_still_abstain(printer_repo, gate):
-    with LoopbackOpenAIServer(reply=replies(answer="INSUFFICIENT"), top_logprobs=YES) as server:
-        answer = ask(printer_repo, gate, server)
+    with LoopbackOpenAIServer(reply=replies(answer="INSUFFICIENT")) as server:
+        answer = ask_model(printer_repo, gate, server)
     assert answer.reason == INSUFFICIENT and "answerer" in answer.answer
 
 
 def test_grounding_a_number_the_cited_excerpt_does_not_state_is_unsupported(printer_repo, gate):
     """'... containing $5,000 [n]' against '... containing $4,000' (excerpt [n]): most of its words
     are in the excerpt or the question, but its number is not, so it is refused."""
-    with LoopbackOpenAIServer(reply=replies(answer=REPLY.replace("$4,000", "$5,000")), top_logprobs=YES) as server:
-        answer = ask(printer_repo, gate, server)
+    with LoopbackOpenAIServer(reply=replies(answer=REPLY.replace("$4,000", "$5,000"))) as server:
+        answer = ask_model(printer_repo, gate, server)
         user = server.bodies[-1]["messages"][1]["content"]
     assert sum_excerpt(user)  # an excerpt states the sum: the one the answer cites
     assert answer.decision == "refused" and answer.reason == UNSUPPORTED
     assert "'5000'" in answer.answer and answer.citations == []
-    with LoopbackOpenAIServer(reply=replies(answer=REPLY.replace("Mr. Moore", "Little Crow")),
-                              top_logprobs=YES) as server:
-        named = ask(printer_repo, gate, server)
+    with LoopbackOpenAIServer(reply=replies(answer=REPLY.replace("Mr. Moore", "Little Crow"))) as server:
+        named = ask_model(printer_repo, gate, server)
     # a name must be in the cited excerpt too (Little Crow is in the book, not in the excerpt on the gold)
     assert named.reason == UNSUPPORTED and "Little Crow" in named.answer
 
@@ -203,11 +354,12 @@ def echo_first_excerpt(body: dict) -> str:
 
 
 def test_ablation_prompt_offers_no_way_out(printer_repo, gate):
+    # no evidence constraint: no judge of either kind, whatever generate.judge says
     with LoopbackOpenAIServer(reply=echo_first_excerpt) as server:
         answer = PageRAG(printer_repo, pipeline="no-evidence-constraint", llm=loopback_llm(server),
                          confidence=gate).ask(UNANSWERABLE)
         bodies = list(server.bodies)
     assert [kind_of(b) for b in bodies] == ["answer"]
     assert "INSUFFICIENT" not in bodies[0]["messages"][1]["content"]
-    assert answer.decision == "answered" and answer.verdict.method == "skipped"
+    assert answer.decision == "answered" and answer.verdict.method == "skipped" and answer.judged == []
     assert answer.citations[0].n == 1

@@ -1,79 +1,162 @@
-"""`pagerag calibrate --llm openai` through a real OpenAI-compatible server on loopback: the LLM's
-P(yes) is measured on the packaged calibration sample, a decision is fitted for that backend and
-model, stored, and then used by `ask`; a backend without log-probabilities is a one-line error."""
+"""`pagerag calibrate --llm openai` through a real OpenAI-compatible server on loopback: the
+window judge's threshold is fitted on the packaged training-book pairs (one question asked of a
+book that states its answer and of one that does not), from the LLM's P(yes) on each of the first
+`generate.judge_windows` excerpts of each side; it is stored for that backend and model and then
+used by `ask`. A model that reads the excerpts gets most pairs right on both sides held out by
+book; one that says yes to everything gets none, and the report says so."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from pagerag.confidence.model import RCSModel
 from pagerag.evaluate.llm_calibration import read_sample
+from pagerag.generate.context import fold_space
 from pagerag.generate.models import CALIBRATION_SAMPLE
+from pagerag.settings import load_settings
 from tests.helpers.openai_server import LoopbackOpenAIServer
 
-LIMIT = 60
+LIMIT = 20
+YES = {"Yes": -0.05, "No": -3.0}  # P(yes) 0.95
+NO = {"Yes": -3.0, "No": -0.05}  # P(yes) 0.05
+FILE = "openai-loopback-model.windows.json"
+
+pytestmark = pytest.mark.skipif(not CALIBRATION_SAMPLE.is_file(), reason=f"{CALIBRATION_SAMPLE.name} not packaged")
 
 
-def oracle_logprobs():
-    """A loopback LLM that knows which sample questions the excerpts answer (the sample's labels):
-    its P(yes) carries information the reader's P does not fully have."""
-    rows = [r for r in read_sample(CALIBRATION_SAMPLE) if r.get("label") is not None][:LIMIT]
-    supported = [r["question"] for r in rows if r["label"] == 1]
+def pairs() -> list[dict]:
+    return read_sample(CALIBRATION_SAMPLE)[:LIMIT]
+
+
+def asked_of(body: dict) -> tuple[str, str]:
+    """(question, excerpt) of a judge request (prompts/judge_window)."""
+    user = body["messages"][1]["content"]
+    question = re.search(r"^Question: (.*)$", user, re.M).group(1)
+    return question, user.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
+
+
+def gold_answers() -> dict[str, list[str]]:
+    answers: dict[str, list[str]] = {}
+    for row in pairs():
+        answers.setdefault(fold_space(row["question"]), []).extend(fold_space(a).lower() for a in row["answers"] if a)
+    return answers
+
+
+def oracle():
+    """A loopback LLM that says yes (log-probabilities) exactly where the excerpt it is shown
+    contains one of the pair's gold answers: it reads the excerpt, not the question's wording."""
+    answers = gold_answers()
 
     def logprobs(body: dict) -> dict[str, float]:
-        prompt = body["messages"][-1]["content"]
-        if any(q in prompt for q in supported):
-            return {"Yes": -0.05, "No": -3.0}
-        return {"Yes": -3.0, "No": -0.05}
+        question, excerpt = asked_of(body)
+        return YES if any(a in excerpt.lower() for a in answers.get(fold_space(question), [])) else NO
 
     return logprobs
 
 
 def run_cli(args: list[str], server: LoopbackOpenAIServer, cache) -> subprocess.CompletedProcess:
     env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-loopback",
-           "PAGERAG_CACHE_DIR": str(cache), "PAGERAG_LLM__CACHE": "false"}
+           "PAGERAG_CACHE_DIR": str(cache), "PAGERAG_LLM__CACHE": "false", "PAGERAG_LLM__MAX_RETRIES": "0"}
     return subprocess.run([sys.executable, "-m", "pagerag", *args], capture_output=True, text=True, env=env, timeout=600)
 
 
-def test_calibrate_fits_and_stores_a_decision_for_the_backend_and_model(tmp_path):
-    with LoopbackOpenAIServer(top_logprobs=oracle_logprobs()) as server:
+def excerpts_asked(windows: int) -> int:
+    return sum(min(windows, len(r["says"])) + min(windows, len(r["silent"])) for r in pairs())
+
+
+def held_out(stdout: str) -> dict[str, float]:
+    """The report line's held-out figures, as fractions."""
+    line = stdout[stdout.index("held out by book"):]
+    found = re.search(r"says (\d+)%, refused where it does not (\d+)%, both (\d+)%", line)
+    return dict(zip(("answered", "refused", "both"), (int(x) / 100 for x in found.groups())))
+
+
+def test_the_packaged_pairs_hold_both_sides_of_each_question():
+    rows = pairs()
+    assert len(rows) == LIMIT and len({r["book"] for r in rows}) > 1  # the sample interleaves the books
+    for row in rows:
+        assert row["question"] and row["answers"] and row["says"] and set(row) >= {"pair", "book", "kind", "silent"}
+
+
+def test_calibrate_fits_and_stores_the_judges_threshold_for_the_backend_and_model(tmp_path):
+    windows = load_settings(environ={}).generate.judge_windows
+    with LoopbackOpenAIServer(top_logprobs=oracle()) as server:
         done = run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path)
-        asked = server.counts["/v1/chat/completions"]
+        bodies = list(server.bodies)
     assert done.returncode == 0, done.stderr
-    path = tmp_path / "calibration" / "openai-loopback-model.json"
+    path = tmp_path / "calibration" / FILE
     assert path.is_file() and str(path) in done.stdout
-    model = RCSModel.load(path)
-    assert asked == LIMIT  # one yes/no call per sample question
-    assert model.feature_names == ["suff_logit", "p_yes_logit"]
-    aucs = model.training["held_out_auc_ac"]
-    assert aucs["reader model + P(yes)"] > aucs["reader model"]  # an informative LLM adds to the reader
-    assert model.weights[1] > 0 and model.curve and 0.0 < model.tau < 1.0
+    # one yes/no call (log-probabilities) per excerpt asked: judge_windows a side, fewer where a side has fewer
+    assert len(bodies) == excerpts_asked(windows) and all(b.get("logprobs") and b["max_tokens"] == 1 for b in bodies)
+    assert {fold_space(asked_of(b)[0]) for b in bodies} == {fold_space(r["question"]) for r in pairs()}
+    decision = json.loads(path.read_text(encoding="utf-8"))
+    assert 0.0 < decision["tau"] < 1.0 and decision["pairs"] == LIMIT and decision["windows"] == windows
+    # a model that reads the excerpt gets most pairs right on both sides, on books the fit did not see
+    figures = held_out(done.stdout)
+    assert figures["both"] > 0.6 and decision["held_out_by_book"]["both"] == pytest.approx(figures["both"], abs=0.01)
+    assert f"tau {decision['tau']:.3f}" in done.stdout and f"{LIMIT} pairs" in done.stdout
 
 
-def test_a_backend_without_log_probabilities_is_one_line(tmp_path):
-    with LoopbackOpenAIServer(mode="ignore_logprobs") as server:
-        done = run_cli(["calibrate", "--llm", "openai", "--limit", "20", "--quiet"], server, tmp_path)
+def test_a_model_that_says_yes_to_everything_gets_no_pair_right(tmp_path):
+    with LoopbackOpenAIServer(top_logprobs=YES) as server:
+        done = run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path)
+    assert done.returncode == 0, done.stderr
+    figures = held_out(done.stdout)
+    assert figures["both"] == 0.0 and figures["answered"] + figures["refused"] == pytest.approx(1.0, abs=0.01)
+    decision = json.loads((tmp_path / "calibration" / FILE).read_text(encoding="utf-8"))
+    assert decision["held_out_by_book"]["both"] == 0.0 and decision["in_sample"]["both"] == 0.0
+
+
+def test_without_log_probabilities_the_yes_no_replies_are_calibrated(tmp_path):
+    """A server that ignores `logprobs`: asked once, then each excerpt is judged by its text reply."""
+    answers = gold_answers()
+
+    def reply(body: dict) -> str:
+        question, excerpt = asked_of(body)
+        return "Yes" if any(a in excerpt.lower() for a in answers.get(fold_space(question), [])) else "No"
+
+    windows = load_settings(environ={}).generate.judge_windows
+    with LoopbackOpenAIServer(reply=reply, mode="ignore_logprobs") as server:
+        done = run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path)
+        bodies = list(server.bodies)
+    assert done.returncode == 0, done.stderr
+    assert [bool(b.get("logprobs")) for b in bodies] == [True] + [False] * excerpts_asked(windows)
+    decision = json.loads((tmp_path / "calibration" / FILE).read_text(encoding="utf-8"))
+    assert decision["held_out_by_book"]["both"] > 0.6
+    assert {s for row in decision["scores"] for s in (row["says"], row["silent"])} <= {0.0, 1.0}
+
+
+def test_a_failing_backend_is_one_line_and_writes_nothing(tmp_path):
+    with LoopbackOpenAIServer(mode="500") as server:
+        done = run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path)
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "log-probabilities" in lines[0] and "Traceback" not in done.stderr
+    assert len(lines) == 1 and "500" in lines[0] and "Traceback" not in done.stderr
     assert not (tmp_path / "calibration").exists()
 
 
 @pytest.mark.slow
-def test_ask_weighs_the_llm_with_the_reader_once_calibrated(printer_repo, tmp_path, monkeypatch):
+def test_ask_uses_the_threshold_once_calibrated(printer_repo, tmp_path, monkeypatch):
+    from tests.helpers.questions import ANSWERABLE
+
     from pagerag.api import PageRAG
 
-    question = "Who edited the Minnesotian?"
-    with LoopbackOpenAIServer(top_logprobs=oracle_logprobs(), reply=lambda body: "Dr. Foster [1].") as server:
+    judge = oracle()
+    quote = "QUOTE: brought down a bag of gold from the capitol containing $4,000\nANSWER: $4,000"
+    with LoopbackOpenAIServer(top_logprobs=lambda body: YES if asked_of(body)[0] == ANSWERABLE else judge(body),
+                              reply=lambda body: quote) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
         monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path))
-        before = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off"}).ask(question)
-        assert before.verdict is not None and before.verdict.method == "model"  # not calibrated: the reader decides
+        before = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off"}).ask(ANSWERABLE)
+        assert before.verdict is not None and before.verdict.method == "llm-windows (uncalibrated)"
+        assert "tau 0.50" in before.verdict.detail
         assert run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path).returncode == 0
-        after = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off"}).ask(question)
-    assert after.verdict is not None and after.verdict.method == "model+llm"
-    assert "P(yes)" in after.verdict.detail
+        tau = json.loads((tmp_path / "calibration" / FILE).read_text(encoding="utf-8"))["tau"]
+        after = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off"}).ask(ANSWERABLE)
+    assert after.verdict is not None and after.verdict.method == "llm-windows"
+    assert f"tau {tau:.2f}" in after.verdict.detail

@@ -51,15 +51,26 @@ def test_prompts_split_system_and_user_and_fill_placeholders():
     assert REFUSAL_RULE.strip() not in answer_messages("How much?", _excerpts(1), allow_refusal=False)[1]["content"]
 
 
-def test_judge_and_answer_prompts_share_their_prefix():
-    """A local llama.cpp model reuses the evaluated prefix when the judge and answer prompts
-    start the same way (system text and excerpt block)."""
-    excerpts = render_excerpts(_excerpts(2))
-    judge = render_prompt("judge_sufficiency_yesno", excerpts=excerpts, question="Q?", graph_context="")
-    answer = render_prompt("answer", excerpts=excerpts, question="Q?", refusal_rule=REFUSAL_RULE, graph_context="")
-    assert judge[0] == answer[0]
-    shared = judge[1]["content"].split("Question:")[0]
-    assert answer[1]["content"].startswith(shared) and excerpts in shared
+def test_window_judge_prompts_share_everything_before_the_excerpt():
+    """A local llama.cpp model reuses the evaluated prefix: the yes/no prompts of one question
+    differ only from the excerpt on (system text and question first), and the quote request goes
+    on from the judge's own conversation, so the excerpt is not read again."""
+    from pagerag.generate.window_judge import follow_up, judge_messages
+
+    first, second = _excerpts(2)
+    a, b = judge_messages("How much did he pay?", first), judge_messages("How much did he pay?", second)
+    assert [m["role"] for m in a] == ["system", "user"] and a[0] == b[0]
+    user_a, user_b = a[1]["content"], b[1]["content"]
+    fence = user_a.index("<<<\n") + len("<<<\n")
+    assert user_a[:fence] == user_b[:fence] and "Question: How much did he pay?" in user_a[:fence]
+    assert user_a[fence:].startswith("Sentence number 1.") and user_b[fence:].startswith("Sentence number 2.")
+    assert "Sentence number" not in user_a[:fence]  # nothing of the excerpt before the fence
+    # the quote request: the judge conversation as it was, its "yes", then the request
+    more = follow_up(a)
+    assert more[:2] == a and more[2] == {"role": "assistant", "content": "yes"}
+    assert [m["role"] for m in more] == ["system", "user", "assistant", "user"]
+    assert "QUOTE:" in more[3]["content"] and "ANSWER:" in more[3]["content"]
+    assert judge_messages("How much did he pay?", first) == a  # the same prompt each time: one evaluated prefix
 
 
 def test_fence_marks_inside_book_text_are_defused():
@@ -68,6 +79,10 @@ def test_fence_marks_inside_book_text_are_defused():
     assert ">>>" not in rendered and "<<<" not in rendered
     messages = render_prompt("answer", excerpts=rendered, question="Q?", refusal_rule="", graph_context="")
     assert messages[1]["content"].count(">>>") == 1  # only the real closing fence
+    from pagerag.generate.window_judge import judge_messages
+
+    judged = judge_messages("Q?", Excerpt("b:1", "b", "b.txt", 0, len(text), text, n=1, n_tokens=9, line=1))
+    assert judged[1]["content"].count(">>>") == 1 and judged[1]["content"].count("<<<") == 1  # the window judge's too
 
 
 def test_answer_record_json_has_the_documented_keys():

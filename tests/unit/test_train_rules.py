@@ -124,28 +124,6 @@ def test_swapper_keeps_only_swaps_the_book_does_not_support():
     assert half == "incomplete swap"
 
 
-def test_the_calibration_sample_takes_half_answerable_then_written_then_every_other_kind_in_turn():
-    from dataclasses import replace
-
-    from pagerag.train.calibration_sample import NEGATIVE_ORDER, choose
-    from pagerag.train.examples import CorpusExample
-
-    def ex(i, kind, located=True):
-        return CorpusExample(id=f"{kind}-{i}", book="Novel-2544", split="train", kind=kind, question="q?", answer="a",
-                             question_type="Fact Retrieval", source_id=str(i), evidence=["e"],
-                             evidence_passage_ids=[["p"]] if located else [[]], evidence_coverage=[1.0])
-
-    pool = ([ex(i, "answerable") for i in range(6)] + [ex(9, "answerable", located=False)]
-            + [ex(i, k) for k in NEGATIVE_ORDER for i in range(5)])
-    test_book = replace(ex(50, "masked"), book="Novel-10762", split="test")
-    chosen = choose(pool + [test_book], per_book=12)
-    kinds = [e.kind for e in chosen]
-    assert kinds.count("answerable") == 6 and all(e.located for e in chosen if e.kind == "answerable")
-    assert {k: kinds.count(k) for k in NEGATIVE_ORDER} == {"written": 3, "masked": 1, "swapped": 1, "borrowed": 1}
-    assert test_book not in chosen  # a test book is never sampled
-    assert [e.id for e in choose(list(reversed(pool)), per_book=12)] == [e.id for e in chosen]  # input order is irrelevant
-
-
 def test_feature_tables_of_older_sentence_features_are_read_by_name(tmp_path):
     import gzip
     import json

@@ -1,0 +1,195 @@
+"""With an LLM, the LLM reads: one excerpt at a time, and says whether it states the answer.
+
+A small model asked once about a long evidence block answers from the question's form; asked
+about one short excerpt, with and without the answer's sentence, its P(yes) moves with the text
+(shown on training-book pairs: README, "The decision"). So the judge reads each of the best
+`generate.judge_windows` excerpts alone — the first evidence passages in the retrieval's order,
+a passage (~200 tokens) each — and gives P(yes) per excerpt (prompts/judge_window: question first,
+then the excerpt, so a local model evaluates the shared beginning once). Where P(yes) is high
+enough, the same conversation goes on (prompts/quote_answer): the model copies the sentence
+that states the answer and gives the answer. The quote must be a sentence of its excerpt (case,
+quote marks and whitespace aside) — a small model invents quotes — and share a content word with
+the question (book text telling the model what to answer is in the excerpt too); the citation is
+that sentence, taken from the book, not the model's copy of it.
+
+The decision: answer when the best excerpt's P(yes) reaches tau (a model fitted on pairs by
+`pagerag calibrate --llm BACKEND`; uncalibrated, P(yes) >= 0.5) and its quote checks out; a
+judged-sufficient excerpt whose quote does not check out is refused as unsupported.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from ..llm import LLM, Messages, charged, render_prompt
+from ..records import Excerpt, StageCost
+from ..text.sentences import split_sentences
+from .answer import _defuse, content_stems
+from .context import fold_space, make_excerpt
+
+JUDGE_FEATURE = "judge_max_logit"  # the decision model's input: the best excerpt's P(yes), as a logit
+UNCALIBRATED_TAU = 0.5
+# the label, then a colon (or a dash) and any markdown emphasis around it -- not `\W*`, which would take the
+# answer's own leading sign with it ("ANSWER: $4,000" -> "4,000")
+_QUOTE = re.compile(r"^\W*quote\b[\s*_]*[:\-\u2013\u2014]?[\s*_]*(.*)$", re.I)
+_ANSWER = re.compile(r"^\W*answer\b[\s*_]*[:\-\u2013\u2014]?[\s*_]*(.*)$", re.I)
+MIN_QUOTE_WORDS = 4  # a shorter "quote" could sit in any sentence
+
+
+@dataclass
+class ExcerptReading:
+    """What the judge made of one excerpt: P(yes), and (when asked) its quote and answer."""
+
+    excerpt: Excerpt
+    p_yes: float
+    reply: str = ""  # the quote-and-answer reply, as written
+    quote: tuple[int, int] | None = None  # the verified sentence span(s) in the source, else None
+    answer: str = ""
+
+
+def judge_excerpts_of(reading, state, k: int, encoding: str = "cl100k_base") -> list[Excerpt]:
+    """The passages of the first `k` evidence windows, in the retrieval's order (the ranker's),
+    one excerpt per passage. Not the reader's order: on training-book pairs the passage holding
+    the answer came first in the retrieval's order for 33 of 40 inserted answers and 11 of 16
+    cut ones, first in the reader's order for 6 and 4 (README, "The decision")."""
+    out: list[Excerpt] = []
+    seen: set[str] = set()
+    for w in reading.windows:  # evidence_windows keeps the evidence order
+        if w.passage_id in seen:
+            continue
+        seen.add(w.passage_id)
+        p = state.passage(w.passage_id)
+        out.append(make_excerpt(state, w, p.start, p.end, len(out) + 1, w.score, encoding))
+        if len(out) == k:
+            break
+    return out
+
+
+def judge_messages(question: str, excerpt: Excerpt) -> Messages:
+    return render_prompt("judge_window", question=question, excerpt=_defuse(fold_space(excerpt.text)))
+
+
+def follow_up(messages: Messages) -> Messages:
+    """The judge's conversation, its "yes", and the request for the quote and the answer: the
+    beginning is the judge prompt itself, so a local model does not read the excerpt again."""
+    return messages + [{"role": "assistant", "content": "yes"}] + render_prompt("quote_answer")
+
+
+def parse_reply(text: str) -> tuple[str, str]:
+    """(quote, answer) from a QUOTE:/ANSWER: reply; a reply without the labels is taken as the
+    quote alone."""
+    quote, answer = "", ""
+    for line in text.splitlines():
+        if not quote and (m := _QUOTE.match(line)):
+            quote = m.group(1)
+        elif not answer and (m := _ANSWER.match(line)):
+            answer = m.group(1)
+    if not quote and not answer:
+        quote = text.strip().splitlines()[0] if text.strip() else ""
+    return quote.strip().strip("\"'\u201c\u201d\u2018\u2019 "), answer.strip()
+
+
+def _norm_char(ch: str) -> str:
+    ch = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2014": "-", "\u2013": "-"}.get(ch, ch)
+    return unicodedata.normalize("NFKC", ch).casefold()
+
+
+def normalised(text: str) -> tuple[str, list[int]]:
+    """`text` case-folded, quote marks unified, runs of whitespace and the characters `"` and `_`
+    dropped to one space; with the offset in `text` of each character kept."""
+    out: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        c = _norm_char(ch)
+        if c.isspace() or c in '"_*':
+            if out and out[-1] != " ":
+                out.append(" ")
+                origin.append(i)
+            continue
+        out.append(c)
+        origin.append(i)
+    while out and out[-1] == " ":
+        out.pop()
+        origin.pop()
+    return "".join(out), origin
+
+
+def verify_quote(quote: str, excerpt: Excerpt) -> tuple[int, int] | None:
+    """The source span of the excerpt's sentences that the quote copies, or None when the quote
+    is not in the excerpt (case, quote marks and whitespace aside) or too short to place."""
+    q, _ = normalised(quote)
+    q = q.strip(" .,;:!?'-")
+    if len(q.split()) < MIN_QUOTE_WORDS:
+        return None
+    text, origin = normalised(excerpt.text)
+    at = text.find(q)
+    if at < 0:
+        return None
+    start, end = excerpt.start + origin[at], excerpt.start + origin[at + len(q) - 1] + 1
+    sentences = [(excerpt.start + s, excerpt.start + e) for s, e in split_sentences(excerpt.text)]
+    covering = [(s, e) for s, e in sentences if s < end and start < e]
+    return (covering[0][0], covering[-1][1]) if covering else None
+
+
+def logit(p: float) -> float:
+    p = min(max(float(p), 0.005), 0.995)
+    return math.log(p / (1 - p))
+
+
+def judge_p_yes(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost) -> float:
+    """P(yes) that the excerpt states the answer: from the log-probabilities of the first reply
+    token; from the reply itself (yes: 1, anything else: 0) when the backend gives none."""
+    messages = judge_messages(question, excerpt)
+    p = charged(llm, cost, lambda: llm.yes_no_logprob(messages))
+    if p is not None:
+        return float(p)
+    reply = charged(llm, cost, lambda: llm.complete(messages, max_tokens=3, temperature=0.0)).text
+    return 1.0 if reply.strip().strip(".!*\"'").lower().startswith("yes") else 0.0
+
+
+def read_excerpt(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost, ask_quote_at: float | None,
+                 max_tokens: int) -> ExcerptReading:
+    """P(yes) on one excerpt; with P(yes) >= `ask_quote_at`, its quote and answer too."""
+    messages = judge_messages(question, excerpt)
+    reading = ExcerptReading(excerpt, judge_p_yes(llm, question, excerpt, cost))
+    if ask_quote_at is not None and reading.p_yes >= ask_quote_at:
+        completion = charged(llm, cost, lambda: llm.complete(follow_up(messages), max_tokens=max_tokens, temperature=0.0))
+        reading.reply = completion.text
+        quote, reading.answer = parse_reply(completion.text)
+        span = verify_quote(quote, excerpt)
+        if span is not None and bears_on(question, excerpt.text[span[0] - excerpt.start: span[1] - excerpt.start]):
+            reading.quote = span
+    return reading
+
+
+def bears_on(question: str, sentence: str) -> bool:
+    """The quoted sentence shares a content word with the question: a sentence that is really in
+    the excerpt but not about the question (a passage telling the reader what to answer, say)
+    cannot carry an answer."""
+    return bool(content_stems(sentence) & content_stems(question))
+
+
+def read_excerpts(llm: LLM, question: str, excerpts: list[Excerpt], cost: StageCost, tau: float,
+                  max_tokens: int, stop_early: bool = True) -> list[ExcerptReading]:
+    """Each excerpt in turn (best first); an excerpt whose P(yes) reaches `tau` is asked for its
+    quote at once (its prompt is still evaluated); with `stop_early`, reading stops at the first
+    such excerpt whose quote checks out."""
+    out = []
+    for excerpt in excerpts:
+        reading = read_excerpt(llm, question, excerpt, cost, tau, max_tokens)
+        out.append(reading)
+        if stop_early and reading.quote is not None:
+            break
+    return out
+
+
+def quoted_excerpt(state, reading: ExcerptReading, encoding: str = "cl100k_base") -> Excerpt:
+    """The cited excerpt: the verified sentence(s), from the book, in the judged excerpt's passage."""
+    from ..records import Window
+
+    e = reading.excerpt
+    start, end = reading.quote
+    where = Window(e.passage_id, e.doc_id, e.file, e.start, e.end, e.text)
+    return make_excerpt(state, where, start, end, e.n, reading.p_yes, encoding)
