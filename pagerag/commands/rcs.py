@@ -96,6 +96,9 @@ def calibrate(
                f"AUC-AC {m['calibration_auc_ac']:.3f}, ECE {m['calibration_ece']:.3f}")
 
 
+WEAK_JUDGE = 0.2  # held-out pair accuracy below which the calibrated judge is said to be weak
+
+
 def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, quiet: bool) -> None:
     """Fit the LLM judge's threshold on the packaged training-book pairs (evaluate.llm_calibration)."""
     from ..errors import ConfigError
@@ -127,3 +130,8 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
                f"held out by book: answered where the book says {held['answered_where_says']:.0%}, refused where "
                f"it does not {held['refused_where_not']:.0%}, both {held['both']:.0%} (in sample {fit['both']:.0%}; "
                f"a decision from the wording alone: 0%)")
+    if held["both"] < WEAK_JUDGE:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[yellow]warning: held out, this model's P(yes) gets both sides of only {held['both']:.0%} of the "
+                  "pairs right: its judgements hardly depend on whether the excerpt states the answer[/yellow]")

@@ -9,8 +9,10 @@ states its answer and in one that does not (an inserted answer, or its answer's 
 The wording is the same on both sides, so the fitted threshold can only gain by reading.
 
 For each side the LLM gives P(yes) on each of its first `generate.judge_windows` excerpts (one
-short call each, cached); the side's score is the best of them. tau is the threshold that gets
-the most pairs right on both sides (the book that says: score >= tau; the book that does not:
+short call each, cached); the side's score is the best of them (`max`), or how far the best
+stands above the others (`contrast`, in logits: a small model's P(yes) moves with the question's
+form, and within one question with the excerpt) — whichever gets more pairs right held out by
+book. tau is the threshold that gets the most pairs right on both sides (the book that says: score >= tau; the book that does not:
 below), among those that refuse at least `MIN_REFUSED` of the silent sides when one can. The
 report gives the same figures held out by book (tau chosen on the other books), which is what to
 expect on books the calibration never saw. The threshold is stored in the cache
@@ -27,8 +29,10 @@ from typing import Callable
 import numpy as np
 
 from ..errors import PageRAGError
+from ..generate.window_judge import judge_score
 
 MIN_PAIRS = 10
+SCORES = ("max", "contrast")  # judge_score's two ways to score a side from its excerpts' P(yes)
 MIN_REFUSED = 0.6  # refused where the book does not say: the floor a threshold must keep when it can
 
 
@@ -92,19 +96,26 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
     rows = read_sample(sample_path)[:limit]
     if len(rows) < MIN_PAIRS:
         raise PageRAGError(f"calibration needs at least {MIN_PAIRS} pairs; got {len(rows)}")
-    says, silent = [], []
-    for row in rows:
-        says.append(max(side_scores(llm, row, "says", windows, progress), default=0.0))
-        silent.append(max(side_scores(llm, row, "silent", windows, progress), default=0.0))
-    s, n, books = np.array(says), np.array(silent), np.array([r["book"] for r in rows])
-    tau = choose_tau(s, n)
+    says = [side_scores(llm, row, "says", windows, progress) for row in rows]
+    silent = [side_scores(llm, row, "silent", windows, progress) for row in rows]
+    books = np.array([r["book"] for r in rows])
+    by_feature = {}
+    for feature in SCORES:
+        s = np.array([judge_score(p, feature) for p in says])
+        n = np.array([judge_score(p, feature) for p in silent])
+        by_feature[feature] = {"tau": choose_tau(s, n), "held_out_by_book": held_out(s, n, books), "s": s, "n": n}
+    # the score whose threshold, chosen without the book, gets the most pairs right held out
+    feature = max(SCORES, key=lambda f: (by_feature[f]["held_out_by_book"]["both"], f == "max"))
+    chosen = by_feature[feature]
+    tau, s, n = chosen["tau"], chosen["s"], chosen["n"]
     report = {"backend": llm.name, "model": llm.model, "pairs": len(rows), "windows": windows,
               "kinds": {k: sum(r["kind"] == k for r in rows) for k in sorted({r["kind"] for r in rows})},
-              "books": sorted(set(books.tolist())), "tau": tau, "in_sample": pair_figures(s, n, tau),
-              "held_out_by_book": held_out(s, n, books), "uncalibrated_0.5": pair_figures(s, n, 0.5),
+              "books": sorted(set(books.tolist())), "feature": feature, "tau": tau, "in_sample": pair_figures(s, n, tau),
+              "held_out_by_book": chosen["held_out_by_book"],
+              "held_out_by_feature": {f: v["held_out_by_book"] for f, v in by_feature.items()},
               "wording_only": {"both": 0.0, "note": "the same decision on both sides of a pair gets at most one right"}}
-    decision = {"tau": tau, "fitted_by": "pagerag calibrate --llm", "sample": Path(sample_path).name, **report,
-                "scores": [{"pair": r["pair"], "says": a, "silent": b} for r, a, b in zip(rows, says, silent)]}
+    decision = {"tau": tau, "feature": feature, "fitted_by": "pagerag calibrate --llm", "sample": Path(sample_path).name,
+                **report, "p_yes": [{"pair": r["pair"], "says": a, "silent": b} for r, a, b in zip(rows, says, silent)]}
     return decision, report
 
 

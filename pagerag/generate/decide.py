@@ -213,7 +213,7 @@ def _llm_reads(answer: Answer, reading: Reading, pipe: Session, cost: StageCost)
     """The LLM reads the best excerpts one at a time (window_judge); it answers only from one it
     judged to state the answer, quoting a sentence that is really there."""
     from ..records import Citation
-    from .window_judge import UNCALIBRATED_TAU, judge_excerpts_of, quoted_excerpt, read_excerpts
+    from .window_judge import UNCALIBRATED_TAU, judge_excerpts_of, judge_score, quoted_excerpt, read_excerpt, read_excerpts
 
     cfg, encoding = pipe.settings.generate, pipe.settings.chunk.encoding
     excerpts = judge_excerpts_of(reading, pipe.state, cfg.judge_windows, encoding)
@@ -221,19 +221,30 @@ def _llm_reads(answer: Answer, reading: Reading, pipe: Session, cost: StageCost)
         return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: no evidence was retrieved.")
     decision = window_decision(pipe.llm)
     tau = decision["tau"] if decision else UNCALIBRATED_TAU
+    feature = decision.get("feature", "max") if decision else "max"
     method = "llm-windows" if decision else "llm-windows (uncalibrated)"
-    readings = read_excerpts(pipe.llm, answer.question, excerpts, cost, tau, cfg.answer_max_tokens)
+    if feature == "max":  # quotes asked as soon as an excerpt reaches tau; reading stops at a good one
+        readings = read_excerpts(pipe.llm, answer.question, excerpts, cost, tau, cfg.answer_max_tokens)
+    else:  # every excerpt judged first: the score compares them
+        readings = read_excerpts(pipe.llm, answer.question, excerpts, cost, None, cfg.answer_max_tokens, stop_early=False)
+    score = judge_score([r.p_yes for r in readings], feature)
+    best = max(readings, key=lambda r: r.p_yes)
+    sufficient = score >= tau
+    if sufficient and feature != "max":
+        at = readings.index(best)
+        best = readings[at] = read_excerpt(pipe.llm, answer.question, best.excerpt, cost, 0.0, cfg.answer_max_tokens,
+                                           p_yes=best.p_yes)
     answer.judged = [{"n": r.excerpt.n, "passage_id": r.excerpt.passage_id, "p_yes": round(r.p_yes, 4),
                       "quote_found": r.quote is not None if r.reply else None} for r in readings]
-    best = max(readings, key=lambda r: r.p_yes)
-    sufficient = best.p_yes >= tau
-    detail = f"best excerpt's P(yes) {best.p_yes:.2f} vs tau {tau:.2f} ({len(readings)} of {len(excerpts)} excerpts read)"
+    shown = f"P(yes) {best.p_yes:.2f}" if feature == "max" else f"its P(yes) {best.p_yes:.2f}, {feature} {score:.2f}"
+    detail = f"best excerpt's {shown} vs tau {tau:.2f} ({len(readings)} of {len(excerpts)} excerpts read)"
     about = ", ".join(book_names_of(answer)[:3]) or "the question's subject"
     answer.verdict = Verdict(sufficient, method, "" if sufficient else f"no excerpt about {about} states the answer "
-                             f"(the best: P(yes) {best.p_yes:.2f} < {tau:.2f})", round(best.p_yes, 4), detail)
+                             f"(the best: {shown} < {tau:.2f})", round(score, 4), detail)
     if not sufficient:
         return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {answer.verdict.missing}.")
-    chosen = next((r for r in readings if r.p_yes >= tau and r.quote is not None), None)
+    chosen = best if feature != "max" else next((r for r in readings if r.p_yes >= tau and r.quote is not None), None)
+    chosen = chosen if chosen is not None and chosen.quote is not None else None
     if chosen is None:
         return _refuse(answer, UNSUPPORTED, "The excerpt judged to state the answer does not contain the sentence the "
                        "model quoted from it, so the answer cannot be checked.")

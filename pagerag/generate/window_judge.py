@@ -138,6 +138,19 @@ def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
+def judge_score(p_yes: list[float], feature: str = "max") -> float:
+    """A question's score from its excerpts' P(yes): `max`, the best P(yes); `contrast`, the best
+    excerpt's logit minus the mean logit of the others (0 with one excerpt). A small model says
+    yes more readily to some questions than to others whatever it reads; the contrast asks only
+    whether one excerpt stands out."""
+    if not p_yes:
+        return 0.0
+    if feature == "max":
+        return max(p_yes)
+    ranked = sorted((logit(p) for p in p_yes), reverse=True)
+    return ranked[0] - sum(ranked[1:]) / len(ranked[1:]) if len(ranked) > 1 else 0.0
+
+
 def judge_p_yes(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost) -> float:
     """P(yes) that the excerpt states the answer: from the log-probabilities of the first reply
     token; from the reply itself (yes: 1, anything else: 0) when the backend gives none."""
@@ -150,10 +163,11 @@ def judge_p_yes(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost) -> f
 
 
 def read_excerpt(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost, ask_quote_at: float | None,
-                 max_tokens: int) -> ExcerptReading:
-    """P(yes) on one excerpt; with P(yes) >= `ask_quote_at`, its quote and answer too."""
+                 max_tokens: int, p_yes: float | None = None) -> ExcerptReading:
+    """P(yes) on one excerpt (unless known: `p_yes`); with P(yes) >= `ask_quote_at`, its quote and
+    answer too."""
     messages = judge_messages(question, excerpt)
-    reading = ExcerptReading(excerpt, judge_p_yes(llm, question, excerpt, cost))
+    reading = ExcerptReading(excerpt, judge_p_yes(llm, question, excerpt, cost) if p_yes is None else p_yes)
     if ask_quote_at is not None and reading.p_yes >= ask_quote_at:
         completion = charged(llm, cost, lambda: llm.complete(follow_up(messages), max_tokens=max_tokens, temperature=0.0))
         reading.reply = completion.text

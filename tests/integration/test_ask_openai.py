@@ -222,6 +222,32 @@ def test_a_calibrated_threshold_is_used_for_its_backend_and_model(printer_repo, 
     assert "0.95" in after.answer and calls == ["yesno"] * 4  # below tau everywhere: no quote asked
 
 
+def test_a_contrast_threshold_answers_only_where_one_excerpt_stands_out(printer_repo, gate, tmp_path, monkeypatch):
+    """Calibrated with the contrast score (the best excerpt's logit above the mean of the others'),
+    every excerpt is judged before the decision; a model that says yes to every excerpt alike does
+    not answer, one whose yes stands out on the excerpt stating the sum does, from that excerpt."""
+    from pagerag.generate.models import window_decision_path
+    from pagerag.llm import get_llm
+    from pagerag.settings import load_settings
+
+    monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path))
+    with LoopbackOpenAIServer(reply=judge_reply(), top_logprobs=YES) as server:
+        path = window_decision_path(get_llm(load_settings(environ={}, llm=loopback_llm(server)).llm))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"tau": 1.0, "feature": "contrast"}), encoding="utf-8")
+        alike = ask(printer_repo, gate, server)
+        alike_calls = [kind_of(b) for b in server.bodies]
+    with LoopbackOpenAIServer(reply=judge_reply(), top_logprobs=oracle) as server:
+        stands_out = ask(printer_repo, gate, server)
+        calls = [kind_of(b) for b in server.bodies]
+        quoted = [fenced(b) for b in server.bodies if kind_of(b) == "quote"]
+    assert alike.decision == "refused" and alike.reason == INSUFFICIENT and "contrast 0.00" in alike.verdict.detail
+    assert alike_calls == ["yesno"] * 4  # all judged, no quote asked
+    assert stands_out.decision == "answered" and stands_out.verdict.method == "llm-windows"
+    assert calls == ["yesno"] * 4 + ["quote"] and ANSWER in quoted[0]  # the quote asked of the excerpt that stood out
+    assert fold_space(stands_out.citations[0].quote) == BOOK_SENTENCE
+
+
 @pytest.mark.parametrize("short", [SHORT.replace("4,000", "5,000"), "Little Crow brought $4,000",
                                    "The ship sailed away over the sea at dawn"])
 def test_an_answer_its_quote_does_not_bear_out_gives_way_to_the_quoted_sentence(printer_repo, gate, short):

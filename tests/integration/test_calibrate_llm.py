@@ -109,6 +109,7 @@ def test_a_model_that_says_yes_to_everything_gets_no_pair_right(tmp_path):
     assert figures["both"] == 0.0 and figures["answered"] + figures["refused"] == pytest.approx(1.0, abs=0.01)
     decision = json.loads((tmp_path / "calibration" / FILE).read_text(encoding="utf-8"))
     assert decision["held_out_by_book"]["both"] == 0.0 and decision["in_sample"]["both"] == 0.0
+    assert "warning" in done.stderr and "hardly depend" in done.stderr  # the user is told the judge does not read
 
 
 def test_without_log_probabilities_the_yes_no_replies_are_calibrated(tmp_path):
@@ -127,7 +128,7 @@ def test_without_log_probabilities_the_yes_no_replies_are_calibrated(tmp_path):
     assert [bool(b.get("logprobs")) for b in bodies] == [True] + [False] * excerpts_asked(windows)
     decision = json.loads((tmp_path / "calibration" / FILE).read_text(encoding="utf-8"))
     assert decision["held_out_by_book"]["both"] > 0.6
-    assert {s for row in decision["scores"] for s in (row["says"], row["silent"])} <= {0.0, 1.0}
+    assert {p for row in decision["p_yes"] for side in ("says", "silent") for p in row[side]} <= {0.0, 1.0}
 
 
 def test_a_failing_backend_is_one_line_and_writes_nothing(tmp_path):
