@@ -23,6 +23,7 @@ skips what is there, so an interrupted run resumes):
         examples per test book (half answerable), and the plain RAG baseline with
         the same model on the answerable ones (BM25 + dense fused, the top passages up to 1,500
         tokens, one answer prompt, no judge, no checks)
+  --pair-out DIR  (repeatable) the pair tables of benchmarks/pair_qa.py runs, printed beside these
 Nothing here fits or chooses anything: the test books and DEV sets are only run, once, to report.
 Scores: correct refusal (unanswerable refused, any reason), false refusal (answerable refused),
 strict (the gold answer inside the answer) and lenient (token recall >= 0.5) accuracy over the
@@ -405,6 +406,9 @@ def main() -> int:
     ap.add_argument("--llm-per-book", type=int, default=8, help="Test-book examples per book for the LLM (half answerable).")
     ap.add_argument("--llm-dev-per-set", type=int, default=20, help="DEV questions per set for the LLM (its own mix).")
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--pair-out", type=Path, action="append", default=[],
+                    help="A benchmarks/pair_qa.py --out folder (repeatable): its pair table is printed beside these, "
+                         "with the wording-only baseline (docs/pairs.md).")
     args = ap.parse_args()
     data_dir()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -447,7 +451,20 @@ def main() -> int:
     report_path.write_text(json.dumps({**report, "qa": {" / ".join(k): v for k, v in report["qa"].items()}}, indent=1,
                                       default=float) + "\n")
     print_tables(report)
+    print_pair_tables(args.pair_out)
     return 0
+
+
+def print_pair_tables(outs: list[Path]) -> None:
+    """Answer-or-refuse on pairs (benchmarks/pair_qa.py), the figure the natural sets cannot give:
+    only reading gets both sides of a pair right; a decision from the wording gets none."""
+    from pair_qa import Rows, print_pairs, summaries  # benchmarks/ is on sys.path
+
+    for out in outs:
+        print_pairs(summaries(Rows(out).rows), title=f"pairs ({out})")
+    if outs:
+        print("wording only: both right 0.0 on every pair set (the same decision on both sides; "
+              "`python benchmarks/pair_qa.py report --wording`)")
 
 
 if __name__ == "__main__":
