@@ -212,46 +212,63 @@ def _sufficiency(retrieval, reading: Reading, gate: GateResult, pipe: Session) -
 def _llm_reads(answer: Answer, reading: Reading, pipe: Session, cost: StageCost) -> Answer:
     """The LLM reads the best excerpts one at a time (window_judge); it answers only from one it
     judged to state the answer, quoting a sentence that is really there."""
-    from ..records import Citation
-    from .window_judge import UNCALIBRATED_TAU, judge_excerpts_of, judge_score, quoted_excerpt, read_excerpt, read_excerpts
+    from .window_judge import UNCALIBRATED_TAU, judge_excerpts_of
 
-    cfg, encoding = pipe.settings.generate, pipe.settings.chunk.encoding
-    excerpts = judge_excerpts_of(reading, pipe.state, cfg.judge_windows, encoding)
+    excerpts = judge_excerpts_of(reading, pipe.state, pipe.settings.generate.judge_windows, pipe.settings.chunk.encoding)
     if not excerpts:
         return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: no evidence was retrieved.")
     decision = window_decision(pipe.llm)
     tau = decision["tau"] if decision else UNCALIBRATED_TAU
     feature = decision.get("feature", "max") if decision else "max"
-    method = "llm-windows" if decision else "llm-windows (uncalibrated)"
-    if feature == "max":  # quotes asked as soon as an excerpt reaches tau; reading stops at a good one
-        readings = read_excerpts(pipe.llm, answer.question, excerpts, cost, tau, cfg.answer_max_tokens)
-    else:  # every excerpt judged first: the score compares them
-        readings = read_excerpts(pipe.llm, answer.question, excerpts, cost, None, cfg.answer_max_tokens, stop_early=False)
-    score = judge_score([r.p_yes for r in readings], feature)
-    best = max(readings, key=lambda r: r.p_yes)
-    sufficient = score >= tau
-    if sufficient and feature != "max":
-        at = readings.index(best)
-        best = readings[at] = read_excerpt(pipe.llm, answer.question, best.excerpt, cost, 0.0, cfg.answer_max_tokens,
-                                           p_yes=best.p_yes)
+    readings, score, best = _judge_excerpts(answer.question, excerpts, pipe, cost, tau, feature)
     answer.judged = [{"n": r.excerpt.n, "passage_id": r.excerpt.passage_id, "p_yes": round(r.p_yes, 4),
                       "quote_found": r.quote is not None if r.reply else None} for r in readings]
+    sufficient = score >= tau
     shown = f"P(yes) {best.p_yes:.2f}" if feature == "max" else f"its P(yes) {best.p_yes:.2f}, {feature} {score:.2f}"
-    detail = f"best excerpt's {shown} vs tau {tau:.2f} ({len(readings)} of {len(excerpts)} excerpts read)"
     about = ", ".join(book_names_of(answer)[:3]) or "the question's subject"
-    answer.verdict = Verdict(sufficient, method, "" if sufficient else f"no excerpt about {about} states the answer "
-                             f"(the best: {shown} < {tau:.2f})", round(score, 4), detail)
+    answer.verdict = Verdict(sufficient, "llm-windows" if decision else "llm-windows (uncalibrated)",
+                             "" if sufficient else f"no excerpt about {about} states the answer (the best: {shown} < "
+                             f"{tau:.2f})", round(score, 4),
+                             f"best excerpt's {shown} vs tau {tau:.2f} ({len(readings)} of {len(excerpts)} excerpts read)")
     if not sufficient:
         return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {answer.verdict.missing}.")
     chosen = best if feature != "max" else next((r for r in readings if r.p_yes >= tau and r.quote is not None), None)
-    chosen = chosen if chosen is not None and chosen.quote is not None else None
-    if chosen is None:
+    if chosen is None or chosen.quote is None:
         return _refuse(answer, UNSUPPORTED, "The excerpt judged to state the answer does not contain the sentence the "
-                       "model quoted from it, so the answer cannot be checked.")
-    cited = Citation.of(quoted_excerpt(pipe.state, chosen, encoding))
+                       "model quoted from it (or that sentence is not about the question), so the answer cannot be "
+                       "checked.")
+    return _answer_from_quote(answer, chosen, pipe)
+
+
+def _judge_excerpts(question: str, excerpts: list, pipe: Session, cost: StageCost, tau: float, feature: str):
+    """(readings, score, best reading). `max`: quotes asked as soon as an excerpt reaches tau, and
+    reading stops at a good one; otherwise every excerpt is judged first (the score compares them)
+    and the best one alone is asked for its quote."""
+    from .window_judge import judge_score, read_excerpt, read_excerpts
+
+    max_tokens = pipe.settings.generate.answer_max_tokens
+    if feature == "max":
+        readings = read_excerpts(pipe.llm, question, excerpts, cost, tau, max_tokens)
+    else:
+        readings = read_excerpts(pipe.llm, question, excerpts, cost, None, max_tokens, stop_early=False)
+    score = judge_score([r.p_yes for r in readings], feature)
+    best = max(readings, key=lambda r: r.p_yes)
+    if score >= tau and feature != "max":
+        at = readings.index(best)
+        best = readings[at] = read_excerpt(pipe.llm, question, best.excerpt, cost, 0.0, max_tokens, p_yes=best.p_yes)
+    return readings, score, best
+
+
+def _answer_from_quote(answer: Answer, chosen, pipe: Session) -> Answer:
+    """The answer from a verified quote: the model's short answer when the quoted sentence bears it
+    out (its names and numbers there, enough of its words), else the sentence; cited."""
+    from ..records import Citation
+    from .window_judge import quoted_excerpt
+
+    cited = Citation.of(quoted_excerpt(pipe.state, chosen, pipe.settings.chunk.encoding))
     short = fold_space(chosen.answer)
     grounded = short and not ungrounded(short, [cited], answer.question) and \
-        answer_support(short, [cited], answer.question) >= cfg.min_answer_support
+        answer_support(short, [cited], answer.question) >= pipe.settings.generate.min_answer_support
     text = short if grounded else f"\u201c{fold_space(cited.text)}\u201d"
     if short and not grounded:
         answer.notes.append("the model's short answer was not borne out by its quote; the quoted sentence is the answer")

@@ -106,11 +106,11 @@ def test_the_answerer_reads_the_graph_context_beside_the_excerpts(carol_repo, tm
 
     with LoopbackOpenAIServer(reply=reply, top_logprobs={"Yes": -0.05, "No": -3.0}) as server:
         PageRAG(carol_repo, llm=loopback_llm(server), confidence=permissive_gate(tmp_path),
-                generate={"target_cwar": 0.99}).ask(GLOBAL)  # a lax threshold: the prompts are tested
-    judged = [p for p in seen if "Is the answer to this question written in the excerpts" in p]
+                generate={"target_cwar": 0.99, "judge": "model"}).ask(GLOBAL)  # a lax threshold: the prompts are tested
+    judged = [p for p in seen if "Is the answer to the question written in this excerpt" in p]
     answered = [p for p in seen if "Answer the question using only the excerpts" in p]
-    # not calibrated for this LLM (`pagerag calibrate --llm`): the reader's model decides, no
-    # yes/no prompt (a calibrated judge's prompt and its graph context: test_ask_openai)
+    # judge = model: the reader's model decides and the LLM answers over the numbered excerpts with
+    # the graph context beside them (the window judge reads one passage at a time, without it)
     assert answered and not judged
     assert "Graph context" in answered[-1]
     for shown in [answered[-1]]:
