@@ -174,7 +174,7 @@ def wording_on_pairs(pairs: list[Pair]) -> dict:
     import os
 
     import numpy as np
-    from reader_sketch import questions, wording_baseline  # benchmarks/ is on sys.path
+    from reader_sketch import auc, questions  # benchmarks/ is on sys.path
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import LeaveOneGroupOut, cross_val_predict
@@ -191,9 +191,8 @@ def wording_on_pairs(pairs: list[Pair]) -> dict:
                              method="predict_proba")[:, 1]
     cut = float(np.quantile(held[y == 0], 0.85))
     model.fit(q, y)
-    natural = wording_baseline({b: [r for r in rows if r["book"] == b] for b in TRAIN_BOOKS}, {})
     p = model.predict_proba([x.question for x in pairs])[:, 1] if pairs else np.array([])
-    return {"natural_lobo_auc": natural["training_lobo"]["auc"], "pairs": len(pairs),
+    return {"natural_lobo_auc": auc(y, held), "pairs": len(pairs),
             "answered_both_sides": float(np.mean(p > cut)) if pairs else float("nan"),
             "refused_both_sides": float(np.mean(p <= cut)) if pairs else float("nan"), "both": 0.0}
 
