@@ -57,7 +57,7 @@ def book_path(name: str) -> Path:
 
 
 def passages_of(path: Path) -> list[str]:
-    from pagerag.index.embed import get_wordpiece_counter
+    from pagerag.index.embedding_model import get_wordpiece_counter
     from pagerag.settings import load_settings
     from pagerag.text.chunk import chunk_documents
     from pagerag.text.load import load_sources
@@ -86,9 +86,9 @@ def encoder(backend: str, precision: str):
 
 
 def available_configs() -> list[tuple[str, str]]:
-    from pagerag.index.embed import cpu_has_bf16
+    from pagerag.index.embedding_model import resolve_model_path
+    from pagerag.index.encoder import cpu_has_bf16
     from pagerag.index.onnx_export import ensure_export
-    from pagerag.index.embed import resolve_model_path
 
     has_int8 = "int8" in ensure_export(str(resolve_model_path(MODEL)))["paths"]
     from pagerag.offline import import_openvino
@@ -187,7 +187,7 @@ import resource, sys, json
 from pagerag.offline import forbid_hub_downloads
 forbid_hub_downloads()
 from sentence_transformers import SentenceTransformer
-from pagerag.index.embed import resolve_model_path
+from pagerag.index.embedding_model import resolve_model_path
 texts = json.load(open(sys.argv[1]))
 SentenceTransformer(str(resolve_model_path("packaged:all-MiniLM-L6-v2")), device="cpu").encode(
     texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
@@ -208,7 +208,7 @@ finally:
 
 def build_vs_encode(book: Path, passages: list[str], runs: int) -> dict:
     """Median (wall, CPU) of a whole fresh build and of a plain fp32 sentence-transformers encode."""
-    from pagerag.index.embed import resolve_model_path
+    from pagerag.index.embedding_model import resolve_model_path
     from pagerag.index.onnx_export import ensure_export
 
     export = Path(ensure_export(str(resolve_model_path(MODEL)))["paths"]["fp32"]).parent
@@ -278,7 +278,7 @@ def main() -> None:
     parser.add_argument("--numpy-from", default="", help="a commit that still has pagerag/retrieve/qencoder.py")
     parser.add_argument("--build-runs", type=int, default=1, help="0 skips the whole-build comparison")
     args = parser.parse_args()
-    from pagerag.index.embed import resolve_model_path
+    from pagerag.index.embedding_model import resolve_model_path
     from pagerag.index.onnx_export import ensure_export
 
     meta = ensure_export(str(resolve_model_path(MODEL)))

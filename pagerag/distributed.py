@@ -115,7 +115,7 @@ def _quiet_data() -> None:
 
 class _Chunk:
     def __init__(self, blob: bytes):
-        from .index.embed import get_wordpiece_counter
+        from .index.embedding_model import get_wordpiece_counter
 
         self.settings = pickle.loads(blob)
         self.counter = get_wordpiece_counter(self.settings.embed.model)

@@ -70,7 +70,7 @@ def text_stages(docs: list[SourceDoc], settings: Settings, cache: StageCache, pr
         from .distributed import ray_text_stages
 
         return ray_text_stages(docs, settings, progress, timings, llm is None, ray_address)
-    from .index.embed import get_wordpiece_counter
+    from .index.embedding_model import get_wordpiece_counter
     from .text.chunk import chunk_document
 
     counter = get_wordpiece_counter(settings.embed.model)

@@ -116,7 +116,7 @@ def _skip_known(docs, base: Base, notes: list[str]):
 def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache: StageCache, timings, started, llm,
                   show_progress, on_progress, executor, ray_address) -> BuildReport:
     from .index.lexical import BM25Index
-    from .index.onnx_encoder import give_back_free_heap
+    from .index.exported import give_back_free_heap
     from .repository import publish, staging_dir, validate_repository
 
     staging = staging_dir(repo)

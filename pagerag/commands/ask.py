@@ -223,7 +223,7 @@ def _llm_decision_row(settings, backend: str) -> tuple[str, str, str]:
 
 
 def _embedder_row(model: str) -> tuple[str, str, str]:
-    from ..index.embed import resolve_model_path
+    from ..index.embedding_model import resolve_model_path
 
     try:
         return ("embedding model", "ok", f"{model} at {resolve_model_path(model)}")

@@ -1,9 +1,16 @@
-"""The one place that picks the text encoder: `embed.backend` (auto | openvino | onnx | torch)
-and `embed.precision` (auto | fp32 | bf16 | int8).
+"""The encoder factory, the one place that picks the text encoder: `embed.backend` (auto |
+openvino | onnx | torch) and `embed.precision` (auto | fp32 | bf16 | int8) are decided here, once.
 
-    encoder = get_encoder(settings.embed)     # .encode(texts, batch_size=, progress=) -> unit vectors
+    encoder = get_encoder(settings.embed)     # open_encoder's, once per process
+                                              # .encode(texts, batch_size=, progress=) -> unit vectors
                                               # .token_batches(...) -> word-piece states (index.pooling)
     encoder.backend, encoder.precision        # what embedded the vectors (the manifest records it)
+
+The backends are leaves that import neither each other nor this module (pyproject's import-linter
+contract): torch_encoder, onnx_encoder and openvino_encoder (the last two share exported.py's
+tokenization and batching), and onnx_export, which exports, checks and quantises the file the
+onnx and openvino backends run. Only this module calls them, in one order: choose the backend and
+precision (`choose`, exporting the model when the ONNX file is needed), then open the backend.
 
 `onnx` runs the model with ONNX Runtime and `tokenizers` (no torch import: a cold question
 starts fast); it is exported from the model once, with torch, into the cache (see
@@ -26,16 +33,35 @@ import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..settings import EmbedSettings
-from .embed import cpu_has_bf16, resolve_precision
+from .embedding_model import resolve_model_path
+from .onnx_export import ensure_export
 
 Encode = Callable[[list[str]], np.ndarray]
+BACKENDS = ("auto", "openvino", "onnx", "torch")
 ONNX_PRECISIONS = ("fp32", "int8")
+
+
+class Encoder(Protocol):
+    """What every backend is: torch_encoder.Embedder, onnx_encoder.OnnxEncoder, openvino_encoder.OpenVinoEncoder."""
+
+    backend: str  # openvino | onnx | torch
+    precision: str  # bf16 | fp32 | int8
+    dim: int
+    max_seq_length: int
+
+    def encode(self, texts: list[str], batch_size: int = 0,
+               progress: Callable[[int], None] | None = None) -> np.ndarray: ...
+
+    def token_batches(self, texts: list[str], batch_size: int = 0,
+                      progress: Callable[[int], None] | None = None) -> Iterator[tuple]: ...
+
+    def release_memory(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -45,9 +71,16 @@ class Choice:
     why: str
 
 
-def get_encoder(embed: EmbedSettings) -> Any:
-    """The encoder the settings ask for, loaded once per process (ONNX: exported once per machine)."""
-    return _load(embed.model, embed.backend, embed.precision, embed.threads)
+def open_encoder(embed: EmbedSettings) -> Encoder:
+    """The encoder the settings ask for: the backend and its precision chosen (`choose`; the ONNX
+    file exported once per machine), then that backend opened on the model (torch's model is
+    loaded once per process)."""
+    return _open(embed.model, embed.backend, embed.precision, embed.threads)
+
+
+def get_encoder(embed: EmbedSettings) -> Encoder:
+    """`open_encoder(embed)`, opened once per process: what builds and questions use."""
+    return _opened(embed.model, embed.backend, embed.precision, embed.threads)
 
 
 def encode_function(embed: EmbedSettings) -> "TextEncode":
@@ -59,7 +92,7 @@ def encode_function(embed: EmbedSettings) -> "TextEncode":
 class TextEncode:
     """texts -> unit vectors; `with_spans(texts, spans)` -> (text vectors, span vectors)."""
 
-    def __init__(self, encoder: Any, batch_size: int):
+    def __init__(self, encoder: Encoder, batch_size: int):
         self.encoder = encoder
         self.batch_size = batch_size
 
@@ -72,7 +105,7 @@ class TextEncode:
         return encode_with_spans(self.encoder, texts, spans, self.batch_size)
 
 
-def describe(encoder: Any) -> dict[str, Any]:
+def describe(encoder: Encoder) -> dict[str, Any]:
     """What embedded a repository's vectors: recorded in its manifest."""
     out = {"backend": encoder.backend, "precision": encoder.precision, "dim": int(encoder.dim),
            "max_seq_length": int(encoder.max_seq_length)}
@@ -81,32 +114,29 @@ def describe(encoder: Any) -> dict[str, Any]:
     return out
 
 
-@functools.lru_cache(maxsize=8)
-def _load(model: str, backend: str, precision: str, threads: int) -> Any:
+def _open(model: str, backend: str, precision: str, threads: int) -> Encoder:
     choice = choose(model, backend, precision)
     if choice.why:
         _note_once(choice.why)
     if choice.backend == "torch":
-        from .embed import get_embedder
+        from .torch_encoder import get_embedder
 
         return get_embedder(model, threads, choice.precision)
-    from .embed import resolve_model_path
-    from .onnx_export import ensure_export
-
-    meta = ensure_export(str(resolve_model_path(model)))
-    path = meta["paths"]["fp32" if choice.backend == "openvino" else choice.precision]
-    sha256 = meta["files"][Path(path).name]["sha256"]
+    model_dir = resolve_model_path(model)
+    export = ensure_export(str(model_dir))  # checked by `choose` already: a stat per file
+    path = export["paths"]["fp32" if choice.backend == "openvino" else choice.precision]
+    sha256 = export["files"][Path(path).name]["sha256"]
     if choice.backend == "openvino":
         from .openvino_encoder import OpenVinoEncoder
 
-        return OpenVinoEncoder(resolve_model_path(model), path, threads, choice.precision, sha256=sha256,
+        return OpenVinoEncoder(model_dir, path, threads, choice.precision, sha256=sha256,
                                cache_dir=Path(path).parent / "openvino")
     from .onnx_encoder import OnnxEncoder
 
-    return OnnxEncoder(resolve_model_path(model), path, threads, choice.precision, sha256=sha256)
+    return OnnxEncoder(model_dir, path, threads, choice.precision, sha256=sha256)
 
 
-BACKENDS = ("auto", "openvino", "onnx", "torch")
+_opened = functools.lru_cache(maxsize=8)(_open)
 
 
 def choose(model: str, backend: str, precision: str) -> Choice:
@@ -155,9 +185,6 @@ def _onnx_problem(model: str) -> str:
         import onnxruntime  # noqa: F401
     except ImportError:
         return "onnxruntime is not installed (pip install onnxruntime)"
-    from .embed import resolve_model_path
-    from .onnx_export import ensure_export
-
     try:
         ensure_export(str(resolve_model_path(model)))
     except ConfigError as exc:
@@ -168,9 +195,6 @@ def _onnx_problem(model: str) -> str:
 
 
 def _onnx_precision(model: str, precision: str) -> str:
-    from .embed import resolve_model_path
-    from .onnx_export import ensure_export
-
     if precision == "int8" and "int8" not in ensure_export(str(resolve_model_path(model)))["paths"]:
         raise ConfigError("embed.precision = int8: the int8 export failed its check against fp32; use fp32")
     return "fp32" if precision == "auto" else precision
@@ -180,6 +204,22 @@ def _torch_precision(precision: str) -> str:
     if precision == "int8":
         raise ConfigError("embed.precision = int8 needs embed.backend = onnx (torch runs fp32 or bf16)")
     return resolve_precision(precision)
+
+
+def cpu_has_bf16() -> bool:
+    """True when the CPU computes bf16 natively (AMX or AVX512-BF16); elsewhere bf16 is slower."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="ignore")
+    except OSError:
+        return False
+    return " amx_bf16" in flags or " avx512_bf16" in flags
+
+
+def resolve_precision(precision: str) -> str:
+    """`auto` for the bf16-capable backends (openvino, torch): bf16 where the CPU computes it natively, else fp32."""
+    if precision == "auto":
+        return "bf16" if cpu_has_bf16() else "fp32"
+    return precision
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,47 +1,19 @@
-"""Sentence vectors with ONNX Runtime and `tokenizers`: the packaged MiniLM without torch.
-
-The model file comes from `onnx_export.ensure_export` (a checksummed export in the cache). The
-tokenizer is the model's own tokenizer.json, truncated at the model's max_seq_length (256 word
-pieces for all-MiniLM-L6-v2) exactly as sentence-transformers does; mean pooling and L2
-normalisation are inside the exported graph, so a forward pass returns unit vectors; the graph's
-second output, the word pieces' states, is what the sentence windows are pooled from
-(`token_batches`, pooling.py).
+"""The onnx backend: sentence vectors with ONNX Runtime and `tokenizers`, the packaged MiniLM
+without torch. A leaf: the factory (index.encoder) gives it the file `onnx_export.ensure_export`
+verified; tokenization, batching and outputs are `exported.ExportedEncoder`'s, shared with the
+openvino backend; only the runtime is this module's.
 """
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-from typing import Callable
-
 import numpy as np
 
-
-# Word pieces per batch, padding included. Measured on a book's passages (benchmarks/embed_speed.py):
-# 8 full passages per batch took the least CPU; 64 took 25% more (wider padding, colder caches).
-TOKENS_PER_BATCH = 2048
-# A forward pass costs about as much as this many word pieces before it reads any (~5 ms here;
-# each word piece ~0.19 ms on 2 cores): a batch ends early where padding the shorter texts that
-# follow to its width would cost more than a pass of their own (a question's short name mentions
-# after the question itself).
-PASS_COST_TOKENS = 24
+from .exported import ExportedEncoder, give_back_free_heap
 
 
-class OnnxEncoder:
+class OnnxEncoder(ExportedEncoder):
     """encode(texts) -> float32 unit vectors, as SentenceTransformer(model).encode(normalize=True)."""
 
     backend = "onnx"
-
-    def __init__(self, model_dir: Path, onnx_path: str, threads: int = 0, precision: str = "fp32", sha256: str = ""):
-        from tokenizers import Tokenizer
-
-        self.precision = precision
-        self.sha256 = sha256  # of the .onnx file, verified by onnx_export before it gets here
-        self.max_seq_length = _max_seq_length(model_dir)
-        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self.tokenizer.enable_truncation(self.max_seq_length)
-        self.tokenizer.no_padding()
-        self._open(onnx_path, threads or os.cpu_count() or 1)
 
     def _open(self, onnx_path: str, threads: int) -> None:
         import onnxruntime as ort
@@ -60,22 +32,6 @@ class OnnxEncoder:
         """The model's named outputs for one padded batch (the runtime's only job)."""
         return self.session.run(outputs, {"input_ids": ids, "attention_mask": mask})
 
-    def encode(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """float32 unit vectors, one row per text; `progress(n)` is called after each batch.
-
-        A batch holds `batch_size` texts, or with 0 as many as fit in TOKENS_PER_BATCH word pieces
-        with padding: 8 full passages, or hundreds of entity names."""
-        texts = list(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return out
-        encodings = self.tokenizer.encode_batch(texts)
-        for idx in self._ordered_batches(encodings, batch_size):
-            out[idx] = self._run(["embedding"], [encodings[i].ids for i in idx])[0]
-            if progress:
-                progress(len(idx))
-        return out
-
     def release_memory(self) -> None:
         """Give back the memory arena's free blocks. ONNX Runtime keeps the arena grown to the
         widest batch it ran (~70 MB for 2,048-piece passage batches) for the session's next call;
@@ -88,82 +44,3 @@ class OnnxEncoder:
         ids = np.array([[0]], dtype=np.int64)
         self.session.run(["embedding"], {"input_ids": ids, "attention_mask": np.ones_like(ids)}, options)
         give_back_free_heap()
-
-    def token_batches(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None):
-        """Per batch: the texts' indices, their unit vectors and each text's TokenStates (what
-        pooling.encode_with_spans pools the sentence windows from)."""
-        from .pooling import TokenStates, read_to
-
-        texts = list(texts)
-        encodings = self.tokenizer.encode_batch(texts)
-        for idx in self._ordered_batches(encodings, batch_size):
-            vectors, tokens = self._run(["embedding", "tokens"], [encodings[i].ids for i in idx])
-            states = []
-            for row, i in enumerate(idx.tolist()):
-                e = encodings[i]
-                states.append(TokenStates(tokens[row, : len(e.ids)], np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2),
-                                          read_to(e.offsets, len(texts[i]), bool(e.overflowing))))
-            yield idx, vectors, states
-            if progress:
-                progress(len(idx))
-
-    def _ordered_batches(self, encodings, batch_size: int):
-        # Longest first, similar lengths together: little padding, and the widest batch (largest
-        # allocations) comes first.
-        lengths = [len(e.ids) for e in encodings]
-        order = np.argsort([-n for n in lengths], kind="stable")
-        return _batches(order, lengths, batch_size)
-
-    def _run(self, outputs: list[str], batch_ids: list[list[int]]) -> list[np.ndarray]:
-        width = max(len(ids) for ids in batch_ids)
-        ids = np.zeros((len(batch_ids), width), dtype=np.int64)
-        mask = np.zeros((len(batch_ids), width), dtype=np.int64)
-        for row, seq in enumerate(batch_ids):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1
-        return [a.astype(np.float32, copy=False) for a in self._infer(outputs, ids, mask)]
-
-
-def give_back_free_heap() -> None:
-    """Return the C heap's free memory to the system. glibc keeps what the runtime's threads freed
-    in their own arenas, where RSS still counts it: after a book's passage pass ~90-110 MB
-    (Moby Dick, either runtime; one-off measurement), which would otherwise sit under the
-    graph stages' peak."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass  # not glibc: its allocator keeps its own counsel
-
-
-def _batches(order: np.ndarray, lengths: list[int], batch_size: int):
-    """Consecutive slices of `order` (longest first): `batch_size` texts each, or (0) as many as
-    keep width x count within TOKENS_PER_BATCH, ended early where padding would cost more than
-    a pass of its own (_narrowing)."""
-    lo = 0
-    while lo < len(order):
-        if batch_size:
-            hi = lo + batch_size
-        else:
-            width = max(lengths[order[lo]], 1)  # the first text of a batch is its widest
-            hi = _narrowing(order, lengths, lo, min(len(order), lo + max(1, TOKENS_PER_BATCH // width)), width)
-        yield order[lo:hi]
-        lo = hi
-
-
-def _narrowing(order: np.ndarray, lengths: list[int], lo: int, hi: int, width: int) -> int:
-    """Where the batch order[lo:hi] should end: at the first text whose padding to `width`,
-    counted over it and the texts after it, costs more than a pass of their own."""
-    for j in range(lo + 1, hi):
-        if (width - lengths[order[j]]) * (hi - j) > PASS_COST_TOKENS:
-            return j
-    return hi
-
-
-def _max_seq_length(model_dir: Path, default: int = 256) -> int:
-    config = model_dir / "sentence_bert_config.json"
-    try:
-        return int(json.loads(config.read_text()).get("max_seq_length", default))
-    except (OSError, ValueError, TypeError):
-        return default

@@ -19,6 +19,9 @@ size and mtime on every load (a stat, not a read); whenever either differs the f
 again, and a file whose hash no longer matches (truncated, corrupted, or source weights that
 changed) is exported again. Concurrent processes serialise on a lock file; files are written
 under temporary names and renamed into place, `export.json` last.
+
+A leaf beside the backends: the encoder factory (index.encoder) calls `ensure_export` and opens
+the onnx or openvino backend on the file it returns; the checks here run the file themselves.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..resources import sha256_of
+from .exported import ExportedEncoder
 
 RECIPE = 2  # 2: the word-piece states as a second output (pooled windows). Bump when the export or quantisation recipe changes: old exports are redone
 FP32, INT8 = "model.fp32.onnx", "model.int8.onnx"
@@ -155,16 +159,14 @@ def _export(model_dir: Path, directory: Path) -> dict:
     (directory / METADATA).unlink(missing_ok=True)
     tmp_fp32, tmp_int8 = directory / f"{FP32}.tmp", directory / f"{INT8}.tmp"
     reference, reference_tokens = _trace(model_dir, tmp_fp32)
-    from .onnx_encoder import OnnxEncoder
-
-    fp32 = OnnxEncoder(model_dir, str(tmp_fp32))
+    fp32 = _Check(model_dir, str(tmp_fp32))
     fp32_vecs = fp32.encode(PROBE_TEXTS)
     fp32_cos = min(_cosines(fp32_vecs, reference).min(), _token_cosines(fp32, reference_tokens).min())
     if fp32_cos < MIN_FP32_COSINE:
         raise ConfigError(f"the ONNX export of '{model_dir}' does not reproduce the model "
                           f"(cosine {fp32_cos:.5f}); use embed.backend = torch")
     quantise_int8(tmp_fp32, tmp_int8)
-    int8_cos = _cosines(OnnxEncoder(model_dir, str(tmp_int8)).encode(PROBE_TEXTS), fp32_vecs)
+    int8_cos = _cosines(_Check(model_dir, str(tmp_int8)).encode(PROBE_TEXTS), fp32_vecs)
     keep_int8 = bool(int8_cos.min() >= MIN_INT8_COSINE)
     sys.stderr.write(f"note: ONNX fp32 vs sentence-transformers cosine min {fp32_cos:.5f}; int8 vs fp32 cosine "
                      f"min {int8_cos.min():.4f} ({'kept' if keep_int8 else 'below ' + str(MIN_INT8_COSINE) + ', int8 not used'})\n")
@@ -186,6 +188,27 @@ def _export(model_dir: Path, directory: Path) -> dict:
     }
     _write_json(directory / METADATA, meta)
     return meta
+
+
+class _Check(ExportedEncoder):
+    """An exported file run with ONNX Runtime, as the checks read it: the backends that serve the
+    file (onnx_encoder, openvino_encoder) are leaves beside this module, which imports neither."""
+
+    backend = "onnx"
+
+    def _open(self, onnx_path: str, threads: int) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
+        self.dim = int(self.session.get_outputs()[0].shape[-1])
+
+    def _infer(self, outputs: list[str], ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
+        return self.session.run(outputs, {"input_ids": ids, "attention_mask": mask})
 
 
 def _record(path: Path) -> dict:

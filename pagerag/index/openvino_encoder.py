@@ -1,10 +1,12 @@
-"""Sentence vectors with OpenVINO: the same exported ONNX file as onnx_encoder, in bf16 on CPUs
-that compute bf16 natively (AMX, AVX512-BF16), else fp32.
+"""The openvino backend: sentence vectors with OpenVINO, the same exported ONNX file as the onnx
+backend, in bf16 on CPUs that compute bf16 natively (AMX, AVX512-BF16), else fp32. A leaf: the
+factory (index.encoder) chooses it and its precision.
 
 Why a second runtime: ONNX Runtime has no bf16 kernels on x86, and on this machine's Xeon (AMX)
 OpenVINO's bf16 runs a book's passage pass ~2.5x faster than ONNX Runtime's fp32 for ~35 MB more
 memory (benchmarks/embed_speed.py); its vectors keep a cosine >= 0.9999 to fp32, as torch's bf16
-does. Tokenization, batching, outputs and pooling are OnnxEncoder's; only the runtime differs.
+does. Tokenization, batching, outputs and pooling are `exported.ExportedEncoder`'s, as the
+onnx backend's; only the runtime differs.
 
 Deterministic where the repository needs it: the same batch gives the same vectors on every run,
 in every process and with any thread count, and a text's vector does not depend on the other
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .onnx_encoder import OnnxEncoder, give_back_free_heap
+from .exported import ExportedEncoder, give_back_free_heap
 
 PRECISION_HINT = {"bf16": "bf16", "fp32": "f32"}
 # Batches are padded to a multiple of this many word pieces. OpenVINO prepares its kernels for
@@ -31,7 +33,7 @@ PRECISION_HINT = {"bf16": "bf16", "fp32": "f32"}
 WIDTH_STEP = 16
 
 
-class OpenVinoEncoder(OnnxEncoder):
+class OpenVinoEncoder(ExportedEncoder):
     backend = "openvino"
 
     def __init__(self, model_dir: Path, onnx_path: str, threads: int = 0, precision: str = "bf16", sha256: str = "",

@@ -44,7 +44,7 @@ def score_windows(state: RepoState, rows: list[int], question: str, qvec: np.nda
 
 @functools.lru_cache(maxsize=2)
 def _cross_encoder(path: str):
-    from ..index.embed import resolve_model_path
+    from ..index.embedding_model import resolve_model_path
     from ..offline import forbid_hub_downloads
 
     forbid_hub_downloads()

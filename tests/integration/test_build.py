@@ -26,7 +26,7 @@ def test_every_passage_is_its_source_span(carol_repo: Path, carol_excerpt: Path)
 
 
 def test_passages_fit_the_embedder(carol_repo: Path):
-    from pagerag.index.embed import get_wordpiece_counter
+    from pagerag.index.embedding_model import get_wordpiece_counter
 
     repo = Repository.open(carol_repo)
     counts = get_wordpiece_counter()([p.text for p in repo.passages])

@@ -17,7 +17,8 @@ import pytest
 from helpers.questions import ANSWERABLE  # Novel-10146-a02 (training set)
 
 from pagerag.index import onnx_export
-from pagerag.index.embed import get_embedder, resolve_model_path
+from pagerag.index.embedding_model import resolve_model_path
+from pagerag.index.torch_encoder import get_embedder
 from pagerag.index.encoder import get_encoder
 from pagerag.settings import load_settings
 
@@ -33,7 +34,7 @@ def export() -> dict:
 @pytest.fixture(scope="module")
 def book_passages(data_dir: Path) -> list[str]:
     """Every third passage of A Christmas Carol, chunked as a build chunks it."""
-    from pagerag.index.embed import get_wordpiece_counter
+    from pagerag.index.embedding_model import get_wordpiece_counter
     from pagerag.text.chunk import chunk_documents
     from pagerag.text.load import load_sources
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pagerag.index.embed import get_wordpiece_counter
+from pagerag.index.embedding_model import get_wordpiece_counter
 from pagerag.offline import get_encoding
 from pagerag.records import Passage, SourceDoc
 from pagerag.settings import ChunkSettings

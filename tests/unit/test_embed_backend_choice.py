@@ -6,15 +6,14 @@ import numpy as np
 import pytest
 
 from pagerag.errors import ConfigError
-from pagerag.index.embed import resolve_precision
-from pagerag.index.encoder import choose
-from pagerag.index.onnx_encoder import TOKENS_PER_BATCH, _batches
+from pagerag.index.encoder import choose, resolve_precision
+from pagerag.index.exported import TOKENS_PER_BATCH, _batches
 
 MODEL = "packaged:all-MiniLM-L6-v2"
 
 
 def test_auto_is_openvino_in_bf16_where_the_cpu_has_it():
-    from pagerag.index.embed import cpu_has_bf16
+    from pagerag.index.encoder import cpu_has_bf16
 
     native = cpu_has_bf16()
     assert choose(MODEL, "auto", "auto") == choose(MODEL, "openvino", "auto")
@@ -40,6 +39,22 @@ def test_impossible_combinations_are_one_line_config_errors(backend, precision, 
     with pytest.raises(ConfigError, match=says) as err:
         choose(MODEL, backend, precision)
     assert "\n" not in str(err.value)
+
+
+def test_open_encoder_opens_the_backend_and_precision_choose_decided():
+    """The factory decides once: the backend it opens runs the choice's precision, and a backend
+    given 'auto' (which only the factory resolves) refuses it."""
+    from pagerag.index.encoder import get_encoder, open_encoder
+    from pagerag.index.torch_encoder import Embedder
+    from pagerag.settings import load_settings
+
+    embed = load_settings(environ={}, overrides={"embed": {"backend": "onnx"}}).embed
+    choice = choose(embed.model, embed.backend, embed.precision)
+    encoder = open_encoder(embed)
+    assert (encoder.backend, encoder.precision) == (choice.backend, choice.precision) == ("onnx", "fp32")
+    assert get_encoder(embed) is get_encoder(embed) is not encoder  # opened once per process
+    with pytest.raises(ValueError, match="resolves 'auto'"):
+        Embedder(precision="auto")
 
 
 def test_batches_keep_padded_tokens_within_the_budget():

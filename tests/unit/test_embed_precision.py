@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pagerag.index.embed import cpu_has_bf16, get_embedder, resolve_precision
+from pagerag.index.encoder import cpu_has_bf16, resolve_precision
+from pagerag.index.torch_encoder import get_embedder
 
 TEXTS = [
     "Marley was dead: to begin with. There is no doubt whatever about that.",

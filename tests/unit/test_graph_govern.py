@@ -32,7 +32,7 @@ def by_alias(graph: Graph, alias: str, type_: str | None = None) -> Entity:
 
 @pytest.fixture(scope="session")
 def embed():
-    from pagerag.index.embed import get_embedder
+    from pagerag.index.torch_encoder import get_embedder
 
     return get_embedder().encode
 

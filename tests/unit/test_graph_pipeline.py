@@ -42,7 +42,7 @@ def carol(data_dir: Path) -> tuple[str, list[Passage]]:
 
 @pytest.fixture(scope="module")
 def graphs(carol) -> tuple[Graph, Graph, dict]:
-    from pagerag.index.embed import get_embedder
+    from pagerag.index.torch_encoder import get_embedder
 
     _, passages = carol
     raw = extract_nlp(passages, ExtractSettings(n_process=1))

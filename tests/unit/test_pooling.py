@@ -55,7 +55,7 @@ def test_pooled_spans_match_sentence_transformers_token_states(encoder):
     token_embeddings over the same characters gives the same vector."""
     from sentence_transformers import SentenceTransformer
 
-    from pagerag.index.embed import resolve_model_path
+    from pagerag.index.embedding_model import resolve_model_path
 
     st = SentenceTransformer(str(resolve_model_path("packaged:all-MiniLM-L6-v2")), device="cpu")
     spans = [(0, 31), (32, 70), (71, len(PASSAGE))]

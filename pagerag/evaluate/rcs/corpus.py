@@ -102,7 +102,7 @@ def embed_corpus(corpus: PassageCorpus, model: str = "packaged:all-MiniLM-L6-v2"
         vecs = np.load(path)
         if vecs.shape[0] == len(corpus.pids):
             return vecs
-    from ...index.embed import get_embedder
+    from ...index.torch_encoder import get_embedder
 
     vecs = get_embedder(model).encode([corpus.passage_text(i) for i in range(len(corpus.pids))],
                                       progress=progress)
@@ -113,7 +113,7 @@ def embed_corpus(corpus: PassageCorpus, model: str = "packaged:all-MiniLM-L6-v2"
 
 
 def embed_queries(texts: list[str], model: str = "packaged:all-MiniLM-L6-v2") -> np.ndarray:
-    from ...index.embed import get_embedder
+    from ...index.torch_encoder import get_embedder
 
     return get_embedder(model).encode(texts)
 

