@@ -1,6 +1,8 @@
 """Lexical retrieval: BM25 with bm25s, persisted inside the repository (bm25/)."""
 from __future__ import annotations
 
+import functools
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -8,9 +10,19 @@ import numpy as np
 _TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 
 
-def _tokenize(texts: list[str]) -> list[list[str]]:
+@functools.cache
+def _bm25s():
+    """bm25s, its logger kept at WARNING: bm25s sets it to DEBUG when imported, and then any
+    handler on the root logger prints its "Building index from tokens" (a library's
+    `logging.warning(...)` adds one: ONNX Runtime's quantiser during a fresh install's export)."""
     import bm25s
 
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
+
+def _tokenize(texts: list[str]) -> list[list[str]]:
+    bm25s = _bm25s()
     return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False,
                           token_pattern=_TOKEN_PATTERN)
 
@@ -24,8 +36,7 @@ class BM25Index:
 
     @classmethod
     def build(cls, texts: list[str]) -> "BM25Index":
-        import bm25s
-
+        bm25s = _bm25s()
         retriever = bm25s.BM25()
         retriever.index(_tokenize(texts), show_progress=False)
         return cls(retriever, len(texts))
@@ -36,8 +47,7 @@ class BM25Index:
 
     @classmethod
     def load(cls, directory: Path) -> "BM25Index":
-        import bm25s
-
+        bm25s = _bm25s()
         retriever = bm25s.BM25.load(str(directory), mmap=False, show_progress=False, verbosity=0)
         return cls(retriever, int((Path(directory) / "n_docs.txt").read_text()))
 

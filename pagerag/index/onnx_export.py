@@ -275,14 +275,19 @@ def quantise_int8(source: Path, target: Path, embeddings: bool = False, every_ma
         and shapes[n.input[1]][0] > shapes[n.input[1]][1]]
     import logging
 
-    quiet = logging.getLogger().level
-    logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice goes to the root logger
+    root = logging.getLogger()
+    quiet, handlers = root.level, list(root.handlers)
+    root.setLevel(logging.ERROR)  # its "consider pre-processing" advice goes to the root logger
     try:
         quantize_dynamic(str(source), str(target), op_types_to_quantize=["MatMul"] + (["Gather"] if embeddings else []),
                          per_channel=True,
                          weight_type=QuantType.QInt8, nodes_to_exclude=down)
     finally:
-        logging.getLogger().setLevel(quiet)
+        root.setLevel(quiet)
+        # `logging.warning(...)` adds a stderr handler to a bare root logger (logging.basicConfig),
+        # which would print every library's records from then on, DEBUG ones included
+        for handler in set(root.handlers) - set(handlers):
+            root.removeHandler(handler)
 
 
 def _token_cosines(encoder, reference: list[np.ndarray]) -> np.ndarray:

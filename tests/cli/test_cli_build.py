@@ -166,3 +166,21 @@ def test_kill_during_build_keeps_old_repository_and_resume_finishes(tmp_path: Pa
     assert "resumed" in result.stdout and "embed" in result.stdout
     assert json.loads((repo / "manifest.json").read_text())["sources"][0]["path"].endswith("christmas_carol.txt")
     assert not list(tmp_path.glob(".book.rag.staging-*"))
+
+
+# What a library's `logging.warning(...)` leaves on a bare root logger (ONNX Runtime's quantiser
+# during a fresh install's first build, which exports the model): a stderr handler that prints
+# every record reaching it, DEBUG ones included. The build runs through the CLI after it.
+WITH_A_ROOT_HANDLER = ("import logging, sys\nlogging.basicConfig()\nfrom pagerag.cli import main\n"
+                       "sys.argv = ['pagerag', *sys.argv[1:]]\nmain()\n")
+
+
+def test_a_build_prints_no_library_debug_logs(tmp_path: Path, carol_excerpt: Path):
+    text = carol_excerpt.read_text(encoding="utf-8-sig")
+    book = tmp_path / "marley.txt"
+    book.write_text(text[: text.find("\n\n", 3_000)], encoding="utf-8")  # a few paragraphs
+    result = subprocess.run([sys.executable, "-c", WITH_A_ROOT_HANDLER, "build", str(book), "--repo",
+                             str(tmp_path / "marley.rag")], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "passages" in result.stdout
+    assert "DEBUG" not in result.stdout + result.stderr, result.stderr

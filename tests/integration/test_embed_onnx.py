@@ -105,6 +105,22 @@ def test_a_corrupted_export_is_detected_and_redone(export, tmp_path, monkeypatch
     assert onnx_export.sha256_of(target) == meta["files"][name]["sha256"] != hashlib.sha256(data).hexdigest()
 
 
+def test_quantising_leaves_no_handler_on_the_root_logger(export, tmp_path):
+    """ONNX Runtime's quantiser calls `logging.warning`, which gives a bare root logger a stderr
+    handler; left there it would print libraries' DEBUG lines for the rest of a fresh install's
+    first build (bm25s's "Building index from tokens")."""
+    import logging
+
+    root = logging.getLogger()
+    saved, root.handlers = root.handlers, []  # bare, as in a command (pytest's capture handlers aside)
+    try:
+        onnx_export.quantise_int8(Path(export["paths"]["fp32"]), tmp_path / "model.int8.onnx")
+        left = list(root.handlers)
+    finally:
+        root.handlers = saved
+    assert left == []
+
+
 def test_onnx_matches_sentence_transformers_on_book_passages(export, book_passages):
     edge_cases = ["How is Scrooge related to his nephew Fred?", "Fred", "斯克鲁奇的外甥叫什么名字？",
                   "Marley was dead: to begin with. " * 80]  # the last one is truncated at 256 word pieces
