@@ -68,8 +68,11 @@ def remove(
 def docs(
     repo: Path = typer.Option(..., "--repo", "-r", help="The library (a repository directory)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    wide: bool = typer.Option(False, "--wide", help="Every column in full: the file, the whole sha256 and the "
+                              "time added (the table may be wider than the terminal)."),
 ):
-    """List the library's documents: id, title, file, format, words, passages, sha256, when added."""
+    """List the library's documents: id, title, format, words, passages, when added (--wide: the
+    file and sha256 too). The table fits the terminal: ids are whole, titles are cut to fit."""
     from ..repository import Repository, document_list
 
     repository = Repository.open(repo)
@@ -78,18 +81,40 @@ def docs(
     if as_json:
         sys.stdout.write(json.dumps({"version": version, "documents": listed}, indent=2, ensure_ascii=False) + "\n")
         return
+    _print_documents(listed, f"{repo}: {len(listed)} documents, version {version}", wide)
+
+
+NUMERIC = ("words", "passages")
+MIN_TITLE = 5  # cells: "A Ch…"
+
+
+def _print_documents(listed: list[dict], heading: str, wide: bool) -> None:
+    """One row a document, in the terminal's width (COLUMNS when not a terminal): ids are never
+    cut (`pagerag remove` takes them), the title takes what the other columns leave and ends in
+    "…" when it does not fit; `wide` adds the file and the whole sha256, and the time added."""
+    from rich.cells import cell_len
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{repo}: {len(listed)} documents, version {version}")
-    for column, justify in (("id", "left"), ("title", "left"), ("file", "left"), ("format", "left"),
-                            ("words", "right"), ("passages", "right"), ("sha256", "left"), ("added", "left")):
-        table.add_column(column, justify=justify, overflow="fold")
-    for d in listed:
-        table.add_row(escape(d["doc_id"]), escape(str(d["title"])), escape(d["file"]), d["format"],
-                      f"{d['words'] or 0:,}", str(d["passages"] or ""), (d["sha256"] or "")[:12], str(d["added"] or ""))
-    Console().print(table)
+    names = (["id", "title", "file", "format", "words", "passages", "sha256", "added"] if wide
+             else ["id", "title", "format", "words", "passages", "added"])
+    rows = [{"id": d["doc_id"], "title": str(d["title"]), "file": d["file"], "format": d["format"],
+             "words": f"{d['words'] or 0:,}", "passages": str(d["passages"] or ""), "sha256": d["sha256"] or "",
+             "added": str(d["added"] or "") if wide else str(d["added"] or "")[:10]}  # the date alone
+            for d in listed]
+    natural = {n: max([cell_len(n)] + [cell_len(r[n]) for r in rows]) for n in names}
+    others = sum(natural[n] for n in names if n != "title") + 2 * (len(names) - 1)  # two spaces between columns
+    terminal = Console().width
+    title = natural["title"] if wide else min(natural["title"], max(terminal - others, MIN_TITLE))
+    table = Table(title=escape(heading), title_justify="left", box=None, pad_edge=False, padding=(0, 1))
+    for n in names:
+        table.add_column(n, justify="right" if n in NUMERIC else "left", no_wrap=True, overflow="ellipsis",
+                         max_width=title if n == "title" else None)
+    for r in rows:
+        table.add_row(*(escape(r[n]) for n in names))
+    # wider than the terminal only where ids (or --wide) need it: rich would cut every column
+    Console(width=max(terminal, others + title)).print(table)
 
 
 def _say(report, repo: Path, op: str) -> None:

@@ -168,6 +168,7 @@ def test_kill_during_build_keeps_old_repository_and_resume_finishes(tmp_path: Pa
     assert not list(tmp_path.glob(".book.rag.staging-*"))
 
 
+
 # What a library's `logging.warning(...)` leaves on a bare root logger (ONNX Runtime's quantiser
 # during a fresh install's first build, which exports the model): a stderr handler that prints
 # every record reaching it, DEBUG ones included. The build runs through the CLI after it.
@@ -175,12 +176,47 @@ WITH_A_ROOT_HANDLER = ("import logging, sys\nlogging.basicConfig()\nfrom pagerag
                        "sys.argv = ['pagerag', *sys.argv[1:]]\nmain()\n")
 
 
-def test_a_build_prints_no_library_debug_logs(tmp_path: Path, carol_excerpt: Path):
+@pytest.fixture(scope="module")
+def small_library(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """Two documents of a few paragraphs each, with file names as long as people's, built
+    through the CLI (after a library gave the root logger a handler): the repository and the
+    build's output."""
     text = carol_excerpt.read_text(encoding="utf-8-sig")
-    book = tmp_path / "marley.txt"
-    book.write_text(text[: text.find("\n\n", 3_000)], encoding="utf-8")  # a few paragraphs
-    result = subprocess.run([sys.executable, "-c", WITH_A_ROOT_HANDLER, "build", str(book), "--repo",
-                             str(tmp_path / "marley.rag")], capture_output=True, text=True, timeout=600)
+    folder = tmp_path_factory.mktemp("small-library")
+    books = folder / "books"
+    books.mkdir()
+    (books / "christmas_carol_stave_one.txt").write_text(text[: text.find("\n\n", 3_000)], encoding="utf-8")
+    (books / "Marley's Ghost (Stave 1, part 2).txt").write_text(
+        text[text.find("\n\n", 20_000) : text.find("\n\n", 23_000)], encoding="utf-8")
+    repo = folder / "small.rag"
+    result = subprocess.run([sys.executable, "-c", WITH_A_ROOT_HANDLER, "build", str(books), "--repo", str(repo)],
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
+    return repo, result
+
+
+def test_a_build_prints_no_library_debug_logs(small_library):
+    _, result = small_library
     assert "passages" in result.stdout
     assert "DEBUG" not in result.stdout + result.stderr, result.stderr
+
+
+def test_docs_fits_80_columns_with_whole_ids(small_library):
+    repo, _ = small_library
+    env = {**os.environ, "COLUMNS": "80"}
+    table = subprocess.run([sys.executable, "-m", "pagerag", "docs", "--repo", str(repo)], capture_output=True,
+                           text=True, env=env, timeout=120)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, table.stdout
+    listed = json.loads(run_cli("docs", "--repo", str(repo), "--json").stdout)["documents"]
+    assert len(listed) == 2
+    for doc in listed:  # one line each, its id whole (what `pagerag remove` takes); no sha256
+        assert sum(line.startswith(doc["doc_id"] + " ") for line in lines) == 1, table.stdout
+        assert doc["sha256"][:8] not in table.stdout
+    wide = subprocess.run([sys.executable, "-m", "pagerag", "docs", "--repo", str(repo), "--wide"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert wide.returncode == 0, wide.stderr
+    for doc in listed:  # --wide: the file, the whole sha256 and the time added, on the document's line
+        line = next(line for line in wide.stdout.splitlines() if line.startswith(doc["doc_id"] + " "))
+        assert doc["file"] in line and doc["sha256"] in line and doc["added"] in line and doc["title"] in line
