@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .summary import ALL, summarise_run
 
@@ -26,10 +26,12 @@ def display_name(pipeline: str) -> str:
 
 
 def write_report(out: Path, rows: list[dict[str, Any]], tasks, config, run_info: dict[str, Any], *, planned: int,
-                 complete: bool, notes: list[str], judge=None) -> dict[str, Any]:
-    """Write report.json, report.md and the PNG plots; return the report object."""
+                 complete: bool, notes: list[str], settings_of: Callable[[str, Any], Any], judge=None) -> dict[str, Any]:
+    """Write report.json, report.md and the PNG plots; return the report object.
+    `settings_of(pipeline, config)` is the runner's `pipeline_settings` (passed in: the runner
+    imports this module, not the other way round)."""
     datasets = [t.dataset for t in tasks]
-    btok = build_tokens(tasks, config)
+    btok = build_tokens(tasks, config, settings_of)
     summary = summarise_run(rows, list(config.pipelines), datasets, btok)
     meta = _meta(rows, tasks, config, run_info, planned, complete, notes, judge)
     report = {"meta": meta, **summary}
@@ -48,15 +50,15 @@ def write_report(out: Path, rows: list[dict[str, Any]], tasks, config, run_info:
     return report
 
 
-def build_tokens(tasks, config) -> dict[tuple[str, str], int]:
+def build_tokens(tasks, config, settings_of: Callable[[str, Any], Any]) -> dict[tuple[str, str], int]:
     """BTok per (pipeline, dataset): the repository manifest's build LLM tokens, 0 for a
-    pipeline that reads no graph (it would need no graph build)."""
+    pipeline that reads no graph (it would need no graph build; `settings_of(pipeline, config)`
+    says which do)."""
     from ..repository import read_manifest
-    from .runner import pipeline_settings
 
     out: dict[tuple[str, str], int] = {}
     for pipeline in config.pipelines:
-        reads_graph = pipeline_settings(pipeline, config).retrieve.graph != "none"
+        reads_graph = settings_of(pipeline, config).retrieve.graph != "none"
         for task in tasks:
             stats = read_manifest(Path(task.repo)).get("stats", {})
             out[(pipeline, task.dataset)] = int(stats.get("build_tokens") or 0) if reads_graph else 0

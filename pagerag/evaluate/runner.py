@@ -93,7 +93,7 @@ def run_eval(tasks: list[EvalTask], out: str | Path, config: EvalConfig, *, note
         pass
     finally:
         summary = write_report(out, rows, tasks, config, run_info, planned=len(planned), complete=complete,
-                               notes=list(notes or []), judge=judge)
+                               notes=list(notes or []), settings_of=pipeline_settings, judge=judge)
     return EvalOutcome(out, rows, len(planned), complete, summary, list(notes or []))
 
 

@@ -20,7 +20,8 @@ from ..text.sentences import split_sentences
 from . import linking
 from .need import load_need_model, need_of
 from ..records import NEEDS, Analysis, StageCost
-from .state import GraphView, RepoState
+from .state import RepoState
+from .views import GraphView
 
 Encode = Callable[[list[str]], np.ndarray]
 MAX_BRIDGES = 3

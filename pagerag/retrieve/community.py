@@ -12,7 +12,6 @@ every sentence quoted from them and every member named only in them.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,37 +20,13 @@ from ..records import Community, Hint
 from ..text.sentences import split_sentences
 from .graph_operators import STRUCTURE_WEIGHT, view_for
 from .operators import Candidate, OperatorResult, Query, hide
-from .state import GraphView
+from .views import GraphView
 
 PASSAGES_PER_COMMUNITY = 3
 NEAREST_PASSAGES = 3  # a community's passage relevance: mean cosine of its best few passages
 SUMMARY_SHARE = 0.5  # of a community's relevance that comes from its title + summary vector
 MIN_ENTITIES = 2
 QUOTE_PROBE = 60  # characters of a summary sentence looked up in the hidden passages
-
-
-def community_passage_centrality(view: GraphView, passage_index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per community: (its passage rows, each row's centrality in [0, 1]) — the summed weighted
-    degree, inside the community, of the members the passage mentions."""
-    out = []
-    for community in view.graph.communities:
-        members = set(community.entity_ids)
-        weight: dict[int, float] = defaultdict(float)
-        for m in community.entity_ids:
-            if m not in view.entity_row:
-                continue
-            adjacency = view.nx[m] if m in view.nx else {}
-            degree = 1.0 + sum(data["info"].weight for other, data in adjacency.items() if other in members)
-            for pid in view.entity(m).passage_ids:
-                row = passage_index.get(pid)
-                if row is not None:
-                    weight[row] += degree
-        rows = np.fromiter(sorted(weight), np.int64, len(weight))
-        centrality = np.array([weight[r] for r in rows.tolist()], np.float64)
-        if centrality.size:
-            centrality /= centrality.max()
-        out.append((rows, centrality))
-    return out
 
 
 def nearest_communities(query: Query, view: GraphView, passage_sims: np.ndarray, limit: int) -> list[tuple[int, float]]:

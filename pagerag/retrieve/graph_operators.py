@@ -16,7 +16,7 @@ import numpy as np
 from .operators import Candidate, OperatorResult, Query, best_rows, similarities
 from .plan import strong_links
 from ..records import Hint
-from .state import EdgeInfo, GraphView
+from .views import EdgeInfo, GraphView, edge_strength
 
 # How much graph strength counts against question similarity when ranking graph passages.
 STRUCTURE_WEIGHT = 0.25
@@ -24,11 +24,6 @@ PASSAGES_PER_EDGE = 2
 MAX_PATH_ENDPOINTS = 4
 MAX_BRANCH = 60  # neighbours of a path endpoint explored for 3-hop paths (heaviest first)
 HUB_SPECIFICITY = 0.25  # idf share below which an entity is a hub (in ~1/3+ of a book's passages)
-
-
-def edge_strength(weight: float) -> float:
-    """A saturating map of co-occurrence/relation weight to (0, 1): 1 -> 0.28, 3 -> 0.63, 10 -> 0.96."""
-    return 1.0 - math.exp(-max(weight, 0.0) / 3.0)
 
 
 def view_for(query: Query) -> GraphView:

@@ -20,7 +20,7 @@ import numpy as np
 from ..records import EntityLink
 from ..text.names import find_names, normalise_name
 from ..text.words import FRAME_WORDS, STOPWORDS, WORD
-from .state import GraphView, WordBlock
+from .views import GraphView, WordBlock
 
 MAX_NGRAM = 5
 # Links below this score (a generic noun phrase, a weak embedding match) do not open the graph.

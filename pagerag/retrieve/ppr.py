@@ -9,18 +9,17 @@ that several seeds reach through shared entities rises even when its own wording
 the question. Each passage candidate names the entities that carried the most mass into it
 (its provenance).
 
-The transition matrix is built once per repository view (`RepoState.ppr_graph`) as a scipy
-CSR matrix; a question's two walks cost at most ITERATIONS sparse products each (about a
-millisecond each on a 2,000-passage book) and run side by side.
+The transition matrix is built once per repository view (`RepoState.ppr_graph`, with
+`views.build_ppr_graph`) as a scipy CSR matrix; a question's two walks cost at most ITERATIONS
+sparse products each (about a millisecond each on a 2,000-passage book) and run side by side.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from .operators import Candidate, DenseHits, OperatorResult, Query
 from .plan import strong_links
+from .views import PPRGraph, build_ppr_graph  # noqa: F401 - build_ppr_graph: importable from here
 from .workers import side_by_side
 
 DAMPING = 0.5  # HippoRAG 2's damping: the walk continues with probability 0.5 per step
@@ -29,56 +28,6 @@ TOLERANCE = 1e-5  # L1 change per step; on 26 books the ranked masses then diffe
 ENTITY_SEED_SHARE = 0.5  # of the restart mass, when the question links an entity
 SEED_PASSAGES = 20  # dense top passages that seed the walk
 PROVENANCE = 2  # entities named per candidate
-
-
-@dataclass
-class PPRGraph:
-    """Column-stochastic transition matrix over [entities..., passages...]."""
-
-    n_entities: int
-    n_passages: int
-    transition: object  # scipy.sparse.csr_matrix (n x n), column j = where mass at node j goes
-    dangling: np.ndarray  # bool per node: no edge (its mass restarts at the seeds)
-    passage_entities: object  # scipy.sparse.csr_matrix (n_passages x n_entities), 1 = mentioned
-    entity_names: list[str]
-
-    @property
-    def size(self) -> int:
-        return self.n_entities + self.n_passages
-
-
-def build_ppr_graph(view, passage_index: dict[str, int], n_passages: int) -> PPRGraph:
-    """The entity–passage graph of a GraphView (see the module docstring)."""
-    import scipy.sparse as sp
-
-    from .graph_operators import edge_strength
-
-    n_ent = len(view.graph.entities)
-    rows, cols, weights = [], [], []
-    for i, entity in enumerate(view.graph.entities):
-        for pid in entity.passage_ids:
-            j = passage_index.get(pid)
-            if j is not None:
-                rows.append(i)
-                cols.append(n_ent + j)
-                weights.append(1.0)
-    incidence_rows = [c - n_ent for c in cols]
-    incidence_cols = list(rows)
-    for u, v, data in view.nx.edges(data=True):
-        rows.append(view.entity_row[u])
-        cols.append(view.entity_row[v])
-        weights.append(edge_strength(data["info"].weight))
-    n = n_ent + n_passages
-    upper = sp.coo_matrix((np.asarray(weights, np.float64), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
-                          shape=(n, n))
-    adjacency = (upper + upper.T).tocsr()
-    degree = np.asarray(adjacency.sum(axis=0)).ravel()
-    inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-    transition = (adjacency @ sp.diags(inverse)).tocsr()
-    incidence = sp.csr_matrix((np.ones(len(incidence_rows), np.float32), (incidence_rows, incidence_cols)),
-                              shape=(n_passages, n_ent))
-    return PPRGraph(n_ent, n_passages, transition, degree <= 0, incidence,
-                    [e.name for e in view.graph.entities])
 
 
 def personalised_pagerank(graph: PPRGraph, seeds: np.ndarray, damping: float = DAMPING,

@@ -2,81 +2,24 @@
 
 Opening a repository reads tables lazily; a question should not pay for that twice. `get_state`
 caches, per repository directory (and manifest version), the passages and their vectors, and
-per graph kind a `GraphView`: the networkx graph with aggregated edges, the entity name index
-used by the linker, and the entity name vectors. Community summary vectors are embedded the
-first time a global question needs them (and kept on disk in the cache, keyed by repository).
+per graph kind a `GraphView` (views.py): the networkx graph with aggregated edges, the entity
+name index used by the linker, and the entity name vectors. Community summary vectors are
+embedded the first time a global question needs them (and kept on disk in the cache, keyed by
+repository).
 """
 from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import RepositoryError
-from ..records import Community, Entity, Graph, Relation
-from ..text.names import normalise_name
-
-@dataclass
-class EdgeInfo:
-    """All relations between one pair of entities, aggregated for the undirected graph."""
-
-    weight: float
-    relation_ids: list[str]
-
-
-@dataclass
-class WordBlock:
-    """Words with their lengths and a count per letter (columns named by `alphabet`)."""
-
-    words: list[str]
-    lengths: np.ndarray
-    counts: np.ndarray
-    alphabet: dict[str, int]
-
-    @classmethod
-    def of(cls, words: list[str]) -> "WordBlock":
-        alphabet = {c: i for i, c in enumerate(sorted({c for w in words for c in w}))}
-        counts = np.zeros((len(words), len(alphabet)), np.int32)
-        for row, word in enumerate(words):
-            for char in word:
-                counts[row, alphabet[char]] += 1
-        return cls(words, np.array([len(w) for w in words], np.int64), counts, alphabet)
-
-
-@dataclass
-class GraphView:
-    kind: str
-    graph: Graph
-    nx: Any  # networkx.Graph over entity ids; edge attribute "info" -> EdgeInfo
-    entity_row: dict[str, int]
-    relation_by_id: dict[str, Relation]
-    name_index: dict[str, list[tuple[int, str]]]  # normalised name -> [(entity row, "name"|"alias")]
-    words_by_initial: dict[str, list[str]]  # first letter -> words of names (fuzzy blocking)
-    names_of_word: dict[str, list[str]]  # a word (>= 4 letters) -> normalised names containing it
-    specificity: np.ndarray  # per entity: idf of its passages, in [0, 1]
-    entity_vectors: np.ndarray
-    community_by_id: dict[str, Community] = field(default_factory=dict)
-    _community_vectors: np.ndarray | None = None
-    _ppr: Any = None  # ppr.PPRGraph, built on first use
-    _community_rows: Any = None  # per community: (passage rows, centrality), built on first use
-    _fuzzy_blocks: dict[str, "WordBlock"] = field(default_factory=dict)
-
-    def fuzzy_block(self, initial: str) -> "WordBlock":
-        """The words of names that start with `initial`, with their lengths and letter counts
-        (the fuzzy linker's prefilter), built on first use."""
-        if initial not in self._fuzzy_blocks:
-            self._fuzzy_blocks[initial] = WordBlock.of(self.words_by_initial.get(initial, []))
-        return self._fuzzy_blocks[initial]
-
-    def entity(self, entity_id: str) -> Entity:
-        return self.graph.entities[self.entity_row[entity_id]]
-
+from .views import GraphView, build_ppr_graph, build_view, community_passage_centrality
+from .views import EdgeInfo, WordBlock  # noqa: F401 - still importable from here
 
 PREBUILT_VIEW = "governed"  # the graph view the build snapshots (settings.retrieve.graph's default)
 
@@ -231,11 +174,10 @@ class RepoState:
         return build_view(kind, graph, vectors, n_passages=len(self.passages), dim=self.vectors.shape[1])
 
     def ppr_graph(self, kind: str):
-        """The view's entity–passage PPR matrix (ppr.py), built once per process."""
+        """The view's entity–passage PPR matrix (views.build_ppr_graph, walked by ppr.py), built once
+        per process."""
         view = self.view(kind)
         if view._ppr is None:
-            from .ppr import build_ppr_graph
-
             with self._lock:
                 view._ppr = build_ppr_graph(view, self.passage_index, len(self.passages))
         return view._ppr
@@ -244,8 +186,6 @@ class RepoState:
         """Per community of the view: its passage rows and how central each is to it (built once)."""
         view = self.view(kind)
         if view._community_rows is None:
-            from .community import community_passage_centrality
-
             with self._lock:
                 view._community_rows = community_passage_centrality(view, self.passage_index)
         return view._community_rows
@@ -259,61 +199,14 @@ class RepoState:
         return view._community_vectors
 
 
-def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: int, dim: int) -> GraphView:
-    import networkx as nx
-
-    entity_row = {e.entity_id: i for i, e in enumerate(graph.entities)}
-    g = nx.Graph()
-    g.add_nodes_from(entity_row)
-    for rel in graph.relations:
-        if rel.source not in entity_row or rel.target not in entity_row or rel.source == rel.target:
-            continue
-        if g.has_edge(rel.source, rel.target):
-            info: EdgeInfo = g[rel.source][rel.target]["info"]
-            info.weight += float(rel.weight)
-            info.relation_ids.append(rel.relation_id)
-        else:
-            g.add_edge(rel.source, rel.target, info=EdgeInfo(float(rel.weight), [rel.relation_id]))
-    name_index: dict[str, list[tuple[int, str]]] = {}
-    for row, entity in enumerate(graph.entities):
-        for form, how in [(entity.name, "name"), *((a, "alias") for a in entity.aliases)]:
-            norm = normalise_name(form)
-            if norm and (row, how) not in name_index.get(norm, []):
-                name_index.setdefault(norm, []).append((row, how))
-    names_of_word: dict[str, list[str]] = {}
-    for norm in name_index:
-        for word in dict.fromkeys(norm.split()):  # not a set: its order would change with every process
-            if len(word) >= 4:
-                names_of_word.setdefault(word, []).append(norm)
-    by_initial: dict[str, list[str]] = {}
-    for word in names_of_word:
-        by_initial.setdefault(word[0], []).append(word)
-    if entity_vectors.shape[0] != len(graph.entities):
-        entity_vectors = np.zeros((len(graph.entities), dim), np.float32)  # a graph without name vectors
-    return GraphView(
-        kind=kind, graph=graph, nx=g, entity_row=entity_row,
-        relation_by_id={r.relation_id: r for r in graph.relations},
-        name_index=name_index, words_by_initial=by_initial, names_of_word=names_of_word,
-        specificity=_specificity(graph.entities, n_passages),
-        entity_vectors=entity_vectors,
-        community_by_id={c.community_id: c for c in graph.communities},
-    )
-
-
-def _specificity(entities: list[Entity], n_passages: int) -> np.ndarray:
-    """idf of each entity's passages scaled to [0, 1]: "man" (everywhere) ~0, a rare name ~1."""
-    n = max(n_passages, 2)
-    df = np.array([max(len(e.passage_ids), 1) for e in entities], dtype=np.float64)
-    return np.clip(np.log(n / df) / math.log(n), 0.0, 1.0) if len(entities) else np.zeros(0)
-
-
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
     """Snapshots hold pickled records: a change to their code must not load stale objects."""
     from .. import __version__
 
     here = Path(__file__).resolve()
-    parts = [__version__, here.read_bytes(), (here.parent.parent / "records.py").read_bytes()]
+    parts = [__version__, here.read_bytes(), (here.parent / "views.py").read_bytes(),
+             (here.parent.parent / "records.py").read_bytes()]
     return hashlib.sha256(b"\x00".join(p if isinstance(p, bytes) else p.encode() for p in parts)).hexdigest()[:12]
 
 

@@ -9,15 +9,12 @@ Questions run in worker threads (at most `config.workers` at once), never on the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
 from .config import ServeConfig
+from .public import STATIC, VERSION_HEADER  # noqa: F401 - VERSION_HEADER: still importable from here
 from .registry import Registry, Version
-
-STATIC = Path(__file__).resolve().parent / "static"
-VERSION_HEADER = "X-PageRAG-Version"
 
 
 @dataclass

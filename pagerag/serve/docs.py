@@ -10,6 +10,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse
 
+from .public import STATIC
+
 router = APIRouter(include_in_schema=False)
 ASSETS = "/static/swagger-ui"
 FAVICON = "/static/favicon.svg"
@@ -27,6 +29,4 @@ async def docs() -> HTMLResponse:
 @router.get("/favicon.ico")
 async def favicon() -> FileResponse:
     """Browsers ask for /favicon.ico whatever the page says; the same picture as the page's icon."""
-    from .app import STATIC
-
     return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})

@@ -4,13 +4,20 @@ The library's records carry the absolute path of each source file (the CLI shows
 user, whose files they are). Over HTTP and MCP the client is someone else: citations, evidence,
 repositories, build jobs and error messages name a document by its file name and `doc_id`, so
 they do not tell a client how the server's disk is laid out.
+
+The files a client is meant to see, the web page's (`STATIC`), and the response header naming
+the repository version that answered (`VERSION_HEADER`) are named here too, below the app and
+its routers, which all read them.
 """
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any
 
+STATIC = Path(__file__).resolve().parent / "static"
+VERSION_HEADER = "X-PageRAG-Version"
 PATH_KEYS = ("file", "path")
 # an absolute path in a message: up to whitespace, a quote or a bracket
 _ABSOLUTE = re.compile(r"(?<![\w.:/~-])(/[^\s'\"()\[\]{}<>,;]+)")

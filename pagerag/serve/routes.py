@@ -34,9 +34,7 @@ def _server(request: Request):
 
 @router.get("/", include_in_schema=False)
 async def page():
-    from .app import STATIC
-
-    return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+    return FileResponse(public.STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
 
 @router.post("/v1/ask", tags=["questions"], summary="Answer with numbered citations, or refuse and say why")
@@ -186,6 +184,4 @@ async def health(request: Request) -> dict:
 
 
 def _stamp(response: Response, version) -> None:
-    from .app import VERSION_HEADER
-
-    response.headers[VERSION_HEADER] = f"{version.repo}@{version.version}"
+    response.headers[public.VERSION_HEADER] = f"{version.repo}@{version.version}"

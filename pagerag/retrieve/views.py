@@ -1,0 +1,205 @@
+"""A repository's graph view and the indexes derived from it, read by every graph operator.
+
+`build_view` turns a graph kind (governed or raw) into a `GraphView`: the networkx graph with
+aggregated edges (`EdgeInfo`), the entity name index the linker reads and the entity name
+vectors. Two indexes are derived from a view once per repository version and kept on it (see
+`RepoState.ppr_graph` and `RepoState.community_rows`): the entity–passage PPR matrix
+(`build_ppr_graph`, walked by ppr.py) and each community's passage rows with their centrality
+(`community_passage_centrality`, read by community.py).
+
+These are the records the state pickles into its snapshot, so they sit below state.py and import
+nothing else of `pagerag.retrieve`: the state builds them, the operators read them.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..records import Community, Entity, Graph, Relation
+from ..text.names import normalise_name
+
+
+@dataclass
+class EdgeInfo:
+    """All relations between one pair of entities, aggregated for the undirected graph."""
+
+    weight: float
+    relation_ids: list[str]
+
+
+@dataclass
+class WordBlock:
+    """Words with their lengths and a count per letter (columns named by `alphabet`)."""
+
+    words: list[str]
+    lengths: np.ndarray
+    counts: np.ndarray
+    alphabet: dict[str, int]
+
+    @classmethod
+    def of(cls, words: list[str]) -> "WordBlock":
+        alphabet = {c: i for i, c in enumerate(sorted({c for w in words for c in w}))}
+        counts = np.zeros((len(words), len(alphabet)), np.int32)
+        for row, word in enumerate(words):
+            for char in word:
+                counts[row, alphabet[char]] += 1
+        return cls(words, np.array([len(w) for w in words], np.int64), counts, alphabet)
+
+
+@dataclass
+class GraphView:
+    kind: str
+    graph: Graph
+    nx: Any  # networkx.Graph over entity ids; edge attribute "info" -> EdgeInfo
+    entity_row: dict[str, int]
+    relation_by_id: dict[str, Relation]
+    name_index: dict[str, list[tuple[int, str]]]  # normalised name -> [(entity row, "name"|"alias")]
+    words_by_initial: dict[str, list[str]]  # first letter -> words of names (fuzzy blocking)
+    names_of_word: dict[str, list[str]]  # a word (>= 4 letters) -> normalised names containing it
+    specificity: np.ndarray  # per entity: idf of its passages, in [0, 1]
+    entity_vectors: np.ndarray
+    community_by_id: dict[str, Community] = field(default_factory=dict)
+    _community_vectors: np.ndarray | None = None
+    _ppr: Any = None  # PPRGraph, built on first use
+    _community_rows: Any = None  # per community: (passage rows, centrality), built on first use
+    _fuzzy_blocks: dict[str, "WordBlock"] = field(default_factory=dict)
+
+    def fuzzy_block(self, initial: str) -> "WordBlock":
+        """The words of names that start with `initial`, with their lengths and letter counts
+        (the fuzzy linker's prefilter), built on first use."""
+        if initial not in self._fuzzy_blocks:
+            self._fuzzy_blocks[initial] = WordBlock.of(self.words_by_initial.get(initial, []))
+        return self._fuzzy_blocks[initial]
+
+    def entity(self, entity_id: str) -> Entity:
+        return self.graph.entities[self.entity_row[entity_id]]
+
+
+def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: int, dim: int) -> GraphView:
+    import networkx as nx
+
+    entity_row = {e.entity_id: i for i, e in enumerate(graph.entities)}
+    g = nx.Graph()
+    g.add_nodes_from(entity_row)
+    for rel in graph.relations:
+        if rel.source not in entity_row or rel.target not in entity_row or rel.source == rel.target:
+            continue
+        if g.has_edge(rel.source, rel.target):
+            info: EdgeInfo = g[rel.source][rel.target]["info"]
+            info.weight += float(rel.weight)
+            info.relation_ids.append(rel.relation_id)
+        else:
+            g.add_edge(rel.source, rel.target, info=EdgeInfo(float(rel.weight), [rel.relation_id]))
+    name_index: dict[str, list[tuple[int, str]]] = {}
+    for row, entity in enumerate(graph.entities):
+        for form, how in [(entity.name, "name"), *((a, "alias") for a in entity.aliases)]:
+            norm = normalise_name(form)
+            if norm and (row, how) not in name_index.get(norm, []):
+                name_index.setdefault(norm, []).append((row, how))
+    names_of_word: dict[str, list[str]] = {}
+    for norm in name_index:
+        for word in dict.fromkeys(norm.split()):  # not a set: its order would change with every process
+            if len(word) >= 4:
+                names_of_word.setdefault(word, []).append(norm)
+    by_initial: dict[str, list[str]] = {}
+    for word in names_of_word:
+        by_initial.setdefault(word[0], []).append(word)
+    if entity_vectors.shape[0] != len(graph.entities):
+        entity_vectors = np.zeros((len(graph.entities), dim), np.float32)  # a graph without name vectors
+    return GraphView(
+        kind=kind, graph=graph, nx=g, entity_row=entity_row,
+        relation_by_id={r.relation_id: r for r in graph.relations},
+        name_index=name_index, words_by_initial=by_initial, names_of_word=names_of_word,
+        specificity=_specificity(graph.entities, n_passages),
+        entity_vectors=entity_vectors,
+        community_by_id={c.community_id: c for c in graph.communities},
+    )
+
+
+def _specificity(entities: list[Entity], n_passages: int) -> np.ndarray:
+    """idf of each entity's passages scaled to [0, 1]: "man" (everywhere) ~0, a rare name ~1."""
+    n = max(n_passages, 2)
+    df = np.array([max(len(e.passage_ids), 1) for e in entities], dtype=np.float64)
+    return np.clip(np.log(n / df) / math.log(n), 0.0, 1.0) if len(entities) else np.zeros(0)
+
+
+def edge_strength(weight: float) -> float:
+    """A saturating map of co-occurrence/relation weight to (0, 1): 1 -> 0.28, 3 -> 0.63, 10 -> 0.96."""
+    return 1.0 - math.exp(-max(weight, 0.0) / 3.0)
+
+
+@dataclass
+class PPRGraph:
+    """Column-stochastic transition matrix over [entities..., passages...]."""
+
+    n_entities: int
+    n_passages: int
+    transition: object  # scipy.sparse.csr_matrix (n x n), column j = where mass at node j goes
+    dangling: np.ndarray  # bool per node: no edge (its mass restarts at the seeds)
+    passage_entities: object  # scipy.sparse.csr_matrix (n_passages x n_entities), 1 = mentioned
+    entity_names: list[str]
+
+    @property
+    def size(self) -> int:
+        return self.n_entities + self.n_passages
+
+
+def build_ppr_graph(view, passage_index: dict[str, int], n_passages: int) -> PPRGraph:
+    """The entity–passage graph of a GraphView (see ppr.py's module docstring)."""
+    import scipy.sparse as sp
+
+
+    n_ent = len(view.graph.entities)
+    rows, cols, weights = [], [], []
+    for i, entity in enumerate(view.graph.entities):
+        for pid in entity.passage_ids:
+            j = passage_index.get(pid)
+            if j is not None:
+                rows.append(i)
+                cols.append(n_ent + j)
+                weights.append(1.0)
+    incidence_rows = [c - n_ent for c in cols]
+    incidence_cols = list(rows)
+    for u, v, data in view.nx.edges(data=True):
+        rows.append(view.entity_row[u])
+        cols.append(view.entity_row[v])
+        weights.append(edge_strength(data["info"].weight))
+    n = n_ent + n_passages
+    upper = sp.coo_matrix((np.asarray(weights, np.float64), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
+                          shape=(n, n))
+    adjacency = (upper + upper.T).tocsr()
+    degree = np.asarray(adjacency.sum(axis=0)).ravel()
+    inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
+    transition = (adjacency @ sp.diags(inverse)).tocsr()
+    incidence = sp.csr_matrix((np.ones(len(incidence_rows), np.float32), (incidence_rows, incidence_cols)),
+                              shape=(n_passages, n_ent))
+    return PPRGraph(n_ent, n_passages, transition, degree <= 0, incidence,
+                    [e.name for e in view.graph.entities])
+
+
+def community_passage_centrality(view: GraphView, passage_index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per community: (its passage rows, each row's centrality in [0, 1]) — the summed weighted
+    degree, inside the community, of the members the passage mentions."""
+    out = []
+    for community in view.graph.communities:
+        members = set(community.entity_ids)
+        weight: dict[int, float] = defaultdict(float)
+        for m in community.entity_ids:
+            if m not in view.entity_row:
+                continue
+            adjacency = view.nx[m] if m in view.nx else {}
+            degree = 1.0 + sum(data["info"].weight for other, data in adjacency.items() if other in members)
+            for pid in view.entity(m).passage_ids:
+                row = passage_index.get(pid)
+                if row is not None:
+                    weight[row] += degree
+        rows = np.fromiter(sorted(weight), np.int64, len(weight))
+        centrality = np.array([weight[r] for r in rows.tolist()], np.float64)
+        if centrality.size:
+            centrality /= centrality.max()
+        out.append((rows, centrality))
+    return out
