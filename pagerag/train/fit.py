@@ -47,16 +47,6 @@ SUFF_CWARS = (0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3, 0.35,
 GATE_CWARS = (None, 0.4, 0.5, 0.6)
 SPAN_MARGINS = (float("-inf"), -6.0, -4.0, -2.0, 0.0, 2.0, 4.0, float("inf"))  # -inf: always the span; inf: always the sentence
 HELD_OUT_P = "held_out_p.jsonl"
-# Feature groups whose worth is measured by leaving them out (held-out AUC of P(sufficient)).
-ABLATIONS = {
-    "reader (read_*)": ("read_top", "read_second", "read_margin", "read_best_margin", "read_mass", "read_count"),
-    "reader span (read_margin, read_best_margin)": ("read_margin", "read_best_margin"),
-    "rcs": ("rcs",),
-    "lexical and dense (max_dense, max_lex, names_evidence, attr_span)": ("max_dense", "max_lex", "names_evidence",
-                                                                          "attr_span"),
-    "graph (graph_paths, best_path, community_match, graph_only_share)": ("graph_paths", "best_path", "community_match",
-                                                                          "graph_only_share"),
-}
 
 
 def books_of(examples: Sequence[Example]) -> list[str]:
@@ -228,14 +218,6 @@ def nested(examples: Sequence[Example], cfg: Config, log) -> dict:
             "chosen_per_fold": chosen, "outcomes": [asdict(o) for o in outcomes]}
 
 
-def ablations(examples: Sequence[Example], cfg: Config) -> dict:
-    out = {}
-    for name, drop in ABLATIONS.items():
-        trial = replace(cfg, sufficiency_features=[f for f in cfg.sufficiency_features if f not in drop])
-        out[name] = suff_auc(examples, Stack.fit(examples, trial).held_out)
-    return out
-
-
 # --------------------------------------------------------------------------------------------
 # Writing the models
 
@@ -278,8 +260,6 @@ def run(features: Path, reads: Path, report_path: Path, write: bool, log) -> dic
     report["final"] = {"config": asdict(stack.cfg), "operating": {**asdict(op), "span_margin": _finite(op.span_margin)},
                        "held_out": table}
     report["held_out_auc"] = table["auc"]
-    report["ablations"] = ablations(examples, stack.cfg)
-    log(f"ablations (held-out AUC of P(sufficient)): {report['ablations']}")
     if write:
         for path in write_models(stack, op, report):
             log(f"wrote {path}")

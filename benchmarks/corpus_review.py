@@ -1,13 +1,14 @@
 """Print a fixed-seed sample of corpus negatives with what retrieval still finds, for checking
 by hand whether the book (with the mask applied) really no longer answers them.
 
-    python -m pagerag.train.review --corpus corpus-out/book_corpus.jsonl --repos /work/repos \\
+    python benchmarks/corpus_review.py --corpus corpus-out/book_corpus.jsonl --repos /work/repos \\
         --kind masked --n 40 --split train [--seed 0] [--show 6] [--pipeline full]
 
 Per example: the question, the gold answer of its source question, the evidence statements,
 the mask, and the best `--show` evidence spans of `retrieve(..., exclude=mask)` (the same
 pipeline `pagerag ask` uses), each with the best coverage of any evidence statement and whether
-it holds the gold answer.
+it holds the gold answer. A checking aid for the corpus rules (benchmarks/corpus_results.md); no
+shipped model is made with it.
 """
 from __future__ import annotations
 
@@ -17,11 +18,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..evaluate.scoring import content_words, coverage
-from .corpus import read_corpus
-from .locate import BookIndex, answer_is_stated, answer_score
-from .mask import question_names
-from .examples import CorpusExample
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pagerag.evaluate.scoring import content_words, coverage  # noqa: E402
+from pagerag.train.corpus import read_corpus  # noqa: E402
+from pagerag.train.examples import CorpusExample  # noqa: E402
+from pagerag.train.locate import BookIndex, answer_is_stated, answer_score  # noqa: E402
+from pagerag.train.mask import question_names  # noqa: E402
 
 
 def sample(examples: list[CorpusExample], kind: str, split: str, n: int, seed: int,
@@ -34,7 +38,7 @@ def sample(examples: list[CorpusExample], kind: str, split: str, n: int, seed: i
 
 
 def review(ex: CorpusExample, repos: Path, settings, encode, show: int) -> str:
-    from ..retrieve.api import retrieve
+    from pagerag.retrieve.api import retrieve
 
     r = retrieve(ex.question, repos / f"{ex.book}.rag", settings, encode=encode, exclude=set(ex.mask_passage_ids))
     words = [content_words(s) for s in ex.evidence]
@@ -79,7 +83,7 @@ def _index(path: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pagerag.train.review", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python benchmarks/corpus_review.py", description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--repos", required=True)
     ap.add_argument("--kind", default="masked", choices=("masked", "swapped", "answerable"))
@@ -91,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", default="", help="File of question ids already checked (one per line).")
     args = ap.parse_args(argv)
     skip = frozenset(Path(args.skip).read_text().split()) if args.skip else frozenset()
-    from ..retrieve.api import get_encoder
-    from ..settings import load_settings
+    from pagerag.retrieve.api import get_encoder
+    from pagerag.settings import load_settings
 
     settings = load_settings(pipeline=args.pipeline)
     encode = get_encoder(settings)
