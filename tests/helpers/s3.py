@@ -9,7 +9,9 @@ import time
 
 import pytest
 
-BUCKET = "library"
+# one bucket name per test session: a reader's local copies of a version (the cache dir, which may
+# outlive the session) are named by the repository URI and version number
+BUCKET = f"library-{os.getpid()}-{int(time.time())}"
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,7 @@ def s3_server(tmp_path_factory):
                     raise RuntimeError(f"moto server did not start: {log.read_text()[-500:]}")
                 time.sleep(0.3)
         yield env
+        forget_local_copies()
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -46,3 +49,17 @@ def s3_server(tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def forget_local_copies() -> None:
+    """Remove this process's local copies (under the cache dir) of the repositories in BUCKET."""
+    import shutil
+
+    import boto3
+
+    from pagerag.objectstore import ObjectRepository
+
+    pages = boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+    for key in {o["Key"] for page in pages for o in page.get("Contents", []) if o["Key"].endswith("LATEST")}:
+        prefix = key[: -len("LATEST")].rstrip("/")
+        shutil.rmtree(ObjectRepository(f"s3://{BUCKET}/{prefix}").local, ignore_errors=True)
