@@ -85,10 +85,14 @@ def inspect(repo: Path = RepoOption, as_json: bool = typer.Option(False, "--json
     """Print a repository's statistics (raw vs governed graph, build cost)."""
     from .repository import Repository
 
+    from .versions import human_bytes, kept
+
     repository = Repository.open(repo)
     stats = repository.stats()
+    stored = kept(repo)
     if as_json:
-        _print_json({key: stats.get(key) for key in INSPECT_KEYS})
+        _print_json({**{key: stats.get(key) for key in INSPECT_KEYS}, "versions_kept": stored.versions,
+                     "bytes_kept": stored.bytes})
         return
     from rich.console import Console
     from rich.table import Table
@@ -103,6 +107,8 @@ def inspect(repo: Path = RepoOption, as_json: bool = typer.Option(False, "--json
     table.add_row("words", "", f"{stats.get('words', 0):,}")
     table.add_row("build seconds", "", str(stats.get("build_seconds")))
     table.add_row("build LLM tokens", "", str(stats.get("build_tokens")))
+    table.add_row("versions kept", "", str(stored.versions))
+    table.add_row("bytes kept", "", human_bytes(stored.bytes))
     Console().print(table)
     stages = repository.manifest.get("stage_seconds", {})
     if stages:

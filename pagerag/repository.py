@@ -12,6 +12,8 @@
 
 A build writes everything into a staging directory beside R, validates it, and only then swaps it
 in (renameat2 RENAME_EXCHANGE on Linux), so an interrupted or failed build leaves R untouched.
+The version it replaced moves to `.<R>.versions/<n>/` (n: publish order), where a reader that
+opened it finishes; `pagerag gc` (versions.py) removes old versions no reader holds.
 """
 from __future__ import annotations
 
@@ -173,8 +175,10 @@ def document_list(manifest: dict[str, Any], passages: list[Passage] | None = Non
 class PinnedDirectory:
     """A repository directory held open (Linux): `root` (/proc/self/fd/N) reaches the version that
     was opened even after a build, add or remove swaps a new one in at the same path. The
-    publisher keeps the version it replaced one publish longer (`.<repo>.previous`), so a reader
-    that opened it can finish."""
+    publisher moves the version it replaced to `.<repo>.versions/`, and the descriptor holds a
+    shared lock on it (flock): `pagerag gc` removes only versions it can lock exclusively, so a
+    reader's version stays whole until the reader lets it go (the kernel drops the lock when the
+    descriptor closes or the process dies)."""
 
     def __init__(self, fd: int):
         self.fd = fd
@@ -184,16 +188,42 @@ class PinnedDirectory:
     def of(cls, path: Path) -> "PinnedDirectory | None":
         if not Path("/proc/self/fd").is_dir():
             return None
-        try:
-            return cls(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
-        except OSError:
-            return None  # missing or not a directory: read_manifest names the problem
+        for _ in range(PIN_ATTEMPTS):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+            except OSError:
+                return None  # missing or not a directory: read_manifest names the problem
+            if hold_version(fd, path):
+                return cls(fd)
+            os.close(fd)  # swapped out (and perhaps being collected) between open and lock: again
+        raise RepositoryError(f"{path}: the repository kept changing while it was being opened; try again")
 
     def __del__(self, _close=os.close) -> None:  # bound now: at interpreter exit `os` may be gone
         try:
             _close(self.fd)
         except OSError:
             pass
+
+
+PIN_ATTEMPTS = 5
+
+
+def hold_version(fd: int, path: Path) -> bool:
+    """Take a shared lock on the directory open at `fd`; True when it is still the one published
+    at `path`. Checked after locking: a version opened just before a publish swapped it out could
+    otherwise be collected between the open and the lock."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # gc holds it: it is being removed
+    except OSError:
+        pass  # a file system without flock: read unprotected, as before
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except OSError:
+        return False
 
 
 def read_manifest(path: Path, root: Path | None = None) -> dict[str, Any]:
@@ -411,7 +441,8 @@ def pid_alive(pid: int) -> bool:
 
 
 def publish(staging: Path, repo: Path) -> None:
-    """Make `staging` the repository at `repo` in one step; the old one is removed afterwards."""
+    """Make `staging` the repository at `repo` in one step; the one it replaces becomes an old
+    version (`pagerag gc`, or the add's own collection, removes it once no reader holds it)."""
     repo = repo.resolve()
     if repo.exists() and repo.is_dir() and not any(repo.iterdir()):
         repo.rmdir()
@@ -419,13 +450,25 @@ def publish(staging: Path, repo: Path) -> None:
         os.rename(staging, repo)
         return
     _exchange(staging, repo)  # now `staging` holds the old repository
-    # kept one publish longer: a reader that opened it (PinnedDirectory) finishes on it
-    previous = repo.parent / f".{repo.name}.previous"
-    shutil.rmtree(previous, ignore_errors=True)
     try:
-        os.rename(staging, previous)
+        os.rename(staging, next_version_dir(repo))
     except OSError:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def versions_dir(repo: Path) -> Path:
+    """Where a repository's old versions live: `.<repo>.versions/` beside it."""
+    repo = repo.resolve()
+    return repo.parent / f".{repo.name}.versions"
+
+
+def next_version_dir(repo: Path) -> Path:
+    """`.<repo>.versions/<n>`, n one past the newest there (publish order; a build restarts the
+    library's own version number, so that number cannot name them). Called under the writer lock."""
+    folder = versions_dir(repo)
+    folder.mkdir(exist_ok=True)
+    taken = [int(p.name) for p in folder.iterdir() if p.name.isdigit()]
+    return folder / f"{max(taken, default=0) + 1:06d}"
 
 
 _RENAME_EXCHANGE = 2

@@ -309,6 +309,14 @@ class LLMSettings(_Section):
     cache_dir: str = Field("", description="Directory of the LLM response cache (empty = <PAGERAG_CACHE_DIR>/llm).")
 
 
+class LibrarySettings(_Section):
+    keep_versions: int = Field(
+        2, ge=1, description="Versions a repository keeps, the current one included: on local disk a build, add or "
+        "remove removes older ones that no reader holds as it publishes; `pagerag gc` keeps this many unless --keep "
+        "says otherwise (on S3 only `pagerag gc` deletes)."
+    )
+
+
 class Settings(_Section):
     pipeline: str = Field("full", description="Pipeline preset name (a file pipelines/<name>.toml).")
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)
@@ -320,6 +328,7 @@ class Settings(_Section):
     confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    library: LibrarySettings = Field(default_factory=LibrarySettings)
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ version with the base's kept documents (library.assemble), recompute the graph s
 everything into a staging directory beside the repository (hard links to the base's unchanged
 files; the passage table is appended to), validate it, and swap it in (repository.publish). A
 reader sees the old version or the new one; a killed writer leaves the old one and its staging
-directory, which the next writer removes.
+directory, which the next writer removes. On local disk the replaced version becomes an old one,
+and old versions beyond `library.keep_versions` that no reader holds are removed (versions.py).
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = ()
     from .objectstore import ObjectRepository, remote_uri
     from .repository import WriterLock, check_target, clean_stale_staging
     from .text.load import load_sources
+    from .versions import collect_locked
 
     uri = remote_uri(repo)
     if uri is not None:  # object storage: change a local copy of the latest version, then publish it there
@@ -97,6 +99,8 @@ def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = ()
         report.notes = notes
         if fresh:
             cache.prune_unused()
+        base = None  # its version is an old one now, and this process no longer reads it
+        run_timed(timings, "collect", lambda: collect_locked(repo, settings.library.keep_versions, measure=False))
     run_timed(timings, "snapshot", lambda: write_query_snapshot(repo, settings))
     return report
 

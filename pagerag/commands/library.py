@@ -1,12 +1,14 @@
-"""`pagerag add`, `pagerag remove`, `pagerag docs`: the repository as a library of documents.
+"""`pagerag add`, `pagerag remove`, `pagerag docs`, `pagerag gc`: the repository as a library of documents.
 
 Each add or remove publishes a new version atomically (as a build does), under the
-repository's writer lock; `docs` lists what the library holds. Register with `register(app)`.
+repository's writer lock; `docs` lists what the library holds; `gc` removes old versions no
+reader holds. Register with `register(app)`.
 """
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import List, Optional
 
@@ -75,13 +77,18 @@ def docs(
     file and sha256 too). The table fits the terminal: ids are whole, titles are cut to fit."""
     from ..repository import Repository, document_list
 
+    from ..versions import kept
+
     repository = Repository.open(repo)
     listed = document_list(repository.manifest)
     version = (repository.manifest.get("library") or {}).get("version", 1)
+    stored = kept(repo)
     if as_json:
-        sys.stdout.write(json.dumps({"version": version, "documents": listed}, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps({"version": version, "documents": listed, "kept": asdict(stored)},
+                                    indent=2, ensure_ascii=False) + "\n")
         return
     _print_documents(listed, f"{repo}: {len(listed)} documents, version {version}", wide)
+    typer.echo(f"{stored.describe()} (`pagerag gc` removes the old ones no reader holds)")
 
 
 NUMERIC = ("words", "passages")
@@ -117,6 +124,32 @@ def _print_documents(listed: list[dict], heading: str, wide: bool) -> None:
     Console(width=max(terminal, others + title)).print(table)
 
 
+def gc(
+    repo: Path = typer.Option(..., "--repo", "-r", help="The library (a repository directory or s3://bucket/prefix)."),
+    keep: Optional[int] = typer.Option(None, "--keep", help="Versions to keep, the current one included "
+                                       "(default: the setting library.keep_versions, 2)."),
+    wait: bool = WaitOption,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+):
+    """Remove the versions older than the last --keep that no reader holds, and the files (on S3
+    the blobs) no kept version references. The current version is never touched."""
+    from ..settings import load_settings
+    from ..versions import collect, human_bytes
+
+    done = collect(repo, keep if keep is not None else load_settings().library.keep_versions, wait=wait)
+    if as_json:
+        sys.stdout.write(json.dumps(asdict(done), indent=2) + "\n")
+        return
+    removed = f"removed {_versions(done.removed)} ({human_bytes(done.bytes_freed)} freed)" if done.removed else "removed nothing"
+    held = f"; {_versions(done.held)} held by a reader" if done.held else ""
+    writing = "; a writer was publishing, so no blob was deleted (run gc again later)" if done.writing else ""
+    typer.echo(f"{repo}: {removed}{held}{writing}; kept {_versions(done.kept)}: {human_bytes(done.bytes_kept)}")
+
+
+def _versions(numbers: list) -> str:
+    return f"version{'s' if len(numbers) != 1 else ''} {', '.join(map(str, numbers))}"
+
+
 def _say(report, repo: Path, op: str) -> None:
     if report.unchanged:
         typer.echo(f"{repo}: nothing to {op}; the library is unchanged (version "
@@ -134,3 +167,4 @@ def register(app: typer.Typer) -> None:
     app.command()(add)
     app.command()(remove)
     app.command()(docs)
+    app.command()(gc)

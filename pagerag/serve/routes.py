@@ -121,6 +121,7 @@ def _delete_repository(source) -> None:
         shutil.rmtree(source, ignore_errors=True)
         shutil.rmtree(cache_dir_for(source), ignore_errors=True)
         shutil.rmtree(source.parent / f".{source.name}.previous", ignore_errors=True)
+        shutil.rmtree(source.parent / f".{source.name}.versions", ignore_errors=True)  # old versions (versions.py)
     pins.forget(source)
 
 

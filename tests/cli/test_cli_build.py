@@ -127,11 +127,13 @@ def test_build_inspect_export_through_cli(tmp_path: Path, carol_excerpt: Path):
     assert "passages" in result.stdout
     stats = json.loads(run_cli("inspect", "--repo", str(repo), "--json").stdout)
     expected = {"passages", "entities_raw", "entities", "relations_raw", "relations", "communities_raw",
-                "communities", "isolated_raw", "isolated", "build_seconds", "build_tokens", "words"}
+                "communities", "isolated_raw", "isolated", "build_seconds", "build_tokens", "words",
+                "versions_kept", "bytes_kept"}
     assert set(stats) == expected
     assert stats["passages"] > 0 and stats["entities"] <= stats["entities_raw"]
+    assert stats["versions_kept"] == 1 and stats["bytes_kept"] > 0
     table = run_cli("inspect", "--repo", str(repo))
-    assert table.returncode == 0 and "governed" in table.stdout
+    assert table.returncode == 0 and "governed" in table.stdout and "versions kept" in table.stdout
     graphml = tmp_path / "g.graphml"
     result = run_cli("export", "--repo", str(repo), "--graphml", str(graphml))
     assert result.returncode == 0, result.stderr

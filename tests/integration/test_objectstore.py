@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import shutil
 import subprocess
 import sys
 import time
@@ -23,43 +23,7 @@ pytestmark = pytest.mark.slow
 pytest.importorskip("boto3", reason='boto3 is not installed (pip install "pagerag[s3]")')
 pytest.importorskip("moto.server", reason='moto\'s server is not installed (pip install "moto[server]")')
 
-BUCKET = "library"
-
-
-@pytest.fixture(scope="module")
-def s3_server(tmp_path_factory):
-    """moto's S3 server on a free loopback port; the boto3 settings of this process point at it."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT)
-    env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-           "AWS_DEFAULT_REGION": "us-east-1"}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        import boto3
-
-        deadline = time.time() + 60
-        while True:
-            try:
-                boto3.client("s3").create_bucket(Bucket=BUCKET)
-                break
-            except Exception:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"moto server did not start: {log.read_text()[-500:]}")
-                time.sleep(0.3)
-        yield env
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+from helpers.s3 import BUCKET, s3_server  # noqa: E402,F401  (the fixture)
 
 
 def test_a_library_on_s3(s3_server, carol_parts, tmp_path):
@@ -139,11 +103,14 @@ def test_the_second_of_two_writers_fails_with_one_line(s3_server, carol_parts, t
     build_repository([carol_parts["a"]], uri, settings, show_progress=False)
     first, second = ObjectRepository(uri), ObjectRepository(uri)
     work1, v1, etag1, files1 = first.work_copy()
+    work1 = Path(shutil.copytree(work1, tmp_path / "first"))  # (one process: both work copies share a path)
     work2, v2, etag2, files2 = second.work_copy()
+    (work2 / "sources" / "second.txt").write_text("only the second writer's\n", encoding="utf-8")
     first.publish(work1, v1, etag1, files1)
     with pytest.raises(RepositoryError, match="another writer published a version first"):
         second.publish(work2, v2, etag2, files2)
     assert first.latest()[0] == 2
+    assert "sources/second.txt" not in first.files(2)  # version 2 is the first writer's, not overwritten by the second
 
 
 def _read_whole(uri: str, cache: Path) -> tuple[str, ...]:
