@@ -1,4 +1,4 @@
-"""The README's evaluation table: both books of $PAGERAG_DATA_DIR/qa/ (DEV-A: A Christmas Carol,
+"""The evaluation table of docs/benchmarks.md (Book QA): both books of $PAGERAG_DATA_DIR/qa/ (DEV-A: A Christmas Carol,
 DEV-B: An Unsentimental Journey through Cornwall), every pipeline of the paper's Tables 1 and 3.
 
     python benchmarks/eval.py                              # extractive backend, builds repos once

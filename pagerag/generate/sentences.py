@@ -143,7 +143,7 @@ def chooser_scores(chooser: dict | None, probs, lex, dense) -> "np.ndarray":
 def answer_first(ranked: list[Sentence], chooser: dict | None) -> list[Sentence]:
     """The read sentences with the one the chooser rates best first (the rest keep their order):
     held out on the training books the reader's top sentence was seldom the right one to quote
-    (README, "The decision")."""
+    (docs/decision.md)."""
     if not ranked or not chooser:
         return ranked
     scores = chooser_scores(chooser, [s.prob for s in ranked], [s.features.get("lex", 0.0) for s in ranked],

@@ -2,7 +2,7 @@
 
 A small model asked once about a long evidence block answers from the question's form; asked
 about one short excerpt, with and without the answer's sentence, its P(yes) moves with the text
-(shown on training-book pairs: README, "The decision"). So the judge reads each of the best
+(shown on training-book pairs: docs/pairs.md). So the judge reads each of the best
 `generate.judge_windows` excerpts alone — the first evidence passages in the retrieval's order,
 a passage (~200 tokens) each — and gives P(yes) per excerpt (prompts/judge_window: question first,
 then the excerpt, so a local model evaluates the shared beginning once). Where P(yes) is high
@@ -53,7 +53,7 @@ def judge_excerpts_of(reading, state, k: int, encoding: str = "cl100k_base") -> 
     """The passages of the first `k` evidence windows, in the retrieval's order (the ranker's),
     one excerpt per passage. Not the reader's order: on training-book pairs the passage holding
     the answer came first in the retrieval's order for 33 of 40 inserted answers and 11 of 16
-    cut ones, first in the reader's order for 6 and 4 (README, "The decision")."""
+    cut ones, first in the reader's order for 6 and 4 (docs/decision.md)."""
     out: list[Excerpt] = []
     seen: set[str] = set()
     for w in reading.windows:  # evidence_windows keeps the evidence order

@@ -147,7 +147,7 @@ def choose(examples: Sequence[Example], stack: Stack, ops: Sequence[Operating]) 
     the refusal rate taken as the mean of the written and the synthetic negatives' (ties: the
     higher refusal). Not "the best BBS among points refusing 85% of each kind": held
     out, the written negatives reach it only where nearly every answerable question is refused
-    too (README, "The decision" shows the whole trade-off and the target CWAR for each point)."""
+    too (docs/decision.md shows the whole trade-off and the target CWAR for each point)."""
     table = []
     for op in ops:
         tau_gate = stack.rcs.tau_for(op.gate_cwar) if op.gate_cwar is not None else None
