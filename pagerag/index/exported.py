@@ -107,6 +107,20 @@ class ExportedEncoder:
         return [a.astype(np.float32, copy=False) for a in self._infer(outputs, ids, mask)]
 
 
+def cpu_session(onnx_path: str, threads: int):
+    """An ONNX Runtime CPU session as every exported encoder runs one: one graph at a time
+    (parallelism is inside each MatMul), idle workers sleep instead of spinning (on a shared 2-core
+    machine a spinning pool steals the CPU the other threads and processes need), quiet logs."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return ort.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
+
+
 def give_back_free_heap() -> None:
     """Return the C heap's free memory to the system. glibc keeps what the runtime's threads freed
     in their own arenas, where RSS still counts it: after a book's passage pass ~90-110 MB

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .exported import ExportedEncoder, give_back_free_heap
+from .exported import ExportedEncoder, cpu_session, give_back_free_heap
 
 
 class OnnxEncoder(ExportedEncoder):
@@ -16,16 +16,7 @@ class OnnxEncoder(ExportedEncoder):
     backend = "onnx"
 
     def _open(self, onnx_path: str, threads: int) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1  # one graph at a time: parallelism is inside each MatMul
-        # Idle workers sleep instead of spinning: on a shared 2-core machine a spinning pool
-        # steals the CPU the other threads (and processes) need.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        self.session = ort.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
+        self.session = cpu_session(onnx_path, threads)
         self.dim = int(self.session.get_outputs()[0].shape[-1])
 
     def _infer(self, outputs: list[str], ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:

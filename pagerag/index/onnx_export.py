@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..resources import sha256_of
-from .exported import ExportedEncoder
+from .exported import ExportedEncoder, cpu_session
 
 RECIPE = 2  # 2: the word-piece states as a second output (pooled windows). Bump when the export or quantisation recipe changes: old exports are redone
 FP32, INT8 = "model.fp32.onnx", "model.int8.onnx"
@@ -197,14 +197,7 @@ class _Check(ExportedEncoder):
     backend = "onnx"
 
     def _open(self, onnx_path: str, threads: int) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        self.session = ort.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
+        self.session = cpu_session(onnx_path, threads)
         self.dim = int(self.session.get_outputs()[0].shape[-1])
 
     def _infer(self, outputs: list[str], ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:

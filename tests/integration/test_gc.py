@@ -11,13 +11,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from helpers.library import small_documents
+from helpers.processes import finish, watch
 from pagerag.repository import Repository, WriterLock, validate_repository, versions_dir
 from pagerag.settings import load_settings
 from pagerag.versions import Kept, collect, kept, old_versions, tree_bytes
@@ -167,23 +167,6 @@ def test_asks_during_adds_and_gcs_never_fail(docs, tmp_path):
     assert numbers(repo) == []  # once the askers have gone, so have the versions they held
     assert doc_ids(validate_repository(repo)) == {"a", "b"}
 
-
-def watch(process) -> list[str]:
-    """The lines `process` prints, gathered by a thread as they come (`finish` waits for the last)."""
-    lines: list[str] = []
-
-    def gather():
-        for line in process.stdout:
-            lines.append(line.strip())
-
-    process.gatherer = threading.Thread(target=gather, daemon=True)
-    process.gatherer.start()
-    return lines
-
-
-def finish(process) -> None:
-    process.wait(timeout=300)
-    process.gatherer.join(timeout=60)
 
 
 SLOW_GC = r'''

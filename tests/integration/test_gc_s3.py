@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers.library import small_documents
+from helpers.processes import finish, watch
 from pagerag.repository import validate_repository
 from pagerag.settings import load_settings
 
@@ -233,23 +234,6 @@ def test_asks_on_s3_during_adds_and_gcs_never_fail(s3_server, docs, settings, tm
     assert sum(len(g.removed) for g in gcs) >= 4  # the gcs did remove versions while the asks ran
     assert read_fresh(uri, tmp_path / "fresh") == ["a", "b"]
 
-
-def watch(process) -> list[str]:
-    """The lines `process` prints, gathered by a thread as they come (`finish` waits for the last)."""
-    lines: list[str] = []
-
-    def gather():
-        for line in process.stdout:
-            lines.append(line.strip())
-
-    process.gatherer = threading.Thread(target=gather, daemon=True)
-    process.gatherer.start()
-    return lines
-
-
-def finish(process) -> None:
-    process.wait(timeout=300)
-    process.gatherer.join(timeout=60)
 
 
 SLOW_GC = r'''
