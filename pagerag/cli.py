@@ -185,6 +185,9 @@ _register_commands()
 
 def main() -> None:
     """Entry point: run the app, turning errors into one clear line and an exit code."""
+    from .commands import ask as ask_command
+
+    ask_command.OWN_PROCESS = True  # the `pagerag` program: its process is its own (commands.ask)
     debug = os.environ.get("PAGERAG_DEBUG") == "1"
     try:
         app(standalone_mode=False)
