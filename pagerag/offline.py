@@ -45,10 +45,28 @@ def import_openvino():
     recorder caught the connection)."""
     import sys
 
-    if "openvino" not in sys.modules:
-        sys.modules.setdefault("openvino_telemetry", None)  # None in sys.modules: `import` raises ImportError
-    import openvino
+    if "openvino" in sys.modules:
+        import openvino
 
+        return openvino
+    sys.modules.setdefault("openvino_telemetry", None)  # None in sys.modules: `import` raises ImportError
+    # Nor its model converter (openvino.tools.ovc, half of openvino's import), which the package
+    # imports only if it can (`try: from openvino.tools.ovc import convert_model`) and pagerag
+    # never calls: a later `import openvino.tools.ovc` imports it, and `openvino.convert_model`
+    # does when called.
+    blocked = sys.modules.setdefault("openvino.tools.ovc", None) is None
+    try:
+        import openvino
+    finally:
+        if blocked and sys.modules.get("openvino.tools.ovc", 0) is None:
+            del sys.modules["openvino.tools.ovc"]
+    if not hasattr(openvino, "convert_model"):
+        def convert_model(*args, **kwargs):
+            from openvino.tools.ovc import convert_model as convert
+
+            return convert(*args, **kwargs)
+
+        openvino.convert_model = convert_model
     return openvino
 
 
