@@ -69,7 +69,9 @@ def _open(repo: Path, pipeline: Optional[str], llm: Optional[str], config: Optio
 
     settings = load_settings(pipeline, config, sets=sets or (), llm=llm)
     _prefetch_question_parser(settings)
-    return PageRAG(repo, settings=settings)
+    rag = PageRAG(repo, settings=settings)
+    rag.state.prefetch(settings.retrieve.graph)  # the graph view, while the encoder loads
+    return rag
 
 
 def _prefetch_question_parser(settings) -> None:

@@ -35,7 +35,9 @@ def retrieve(
         raise InputError(f"--budget must be a positive number of tokens, got {budget}")
     settings = load_settings(pipeline, config, sets=set_ or ())
     _prefetch(settings)
-    result = PageRAG(repo, settings=settings).retrieve(question, budget=budget, docs=doc or None)
+    rag = PageRAG(repo, settings=settings)
+    rag.state.prefetch(settings.retrieve.graph)  # the graph view, while the encoder loads
+    result = rag.retrieve(question, budget=budget, docs=doc or None)
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
         return
