@@ -59,16 +59,14 @@ def build(
     wait: bool = WaitOption,
 ):
     """Build a repository: passages, governed graph, communities, provenance; published atomically."""
-    from .build import build_repository, prefetch_models
+    from .build import build_repository
     from .corpora import resolve_corpus_paths
 
     settings = _settings(pipeline, config, set_, {"extract": {"extractor": extractor}})
     sources = resolve_corpus_paths([str(p) for p in paths])  # corpus:NAME → its verified files
-    if executor == "local":
-        prefetch_models(settings)  # a one-shot process: its models load beside the first stages
     report = build_repository(sources, repo, settings, show_progress=not quiet, password=password,
                               on_note=lambda note: typer.echo(f"note: {note}", err=True), wait=wait,
-                              executor=executor, ray_address=ray_address)
+                              executor=executor, ray_address=ray_address, prefetch=True)  # a process that only builds
     stats = report.manifest["stats"]
     resumed = f" (resumed: {', '.join(report.resumed_stages)} from cache)" if report.resumed_stages else ""
     typer.echo(

@@ -116,7 +116,7 @@ def prefetch_encoding(name: str = "cl100k_base") -> None:
         except BaseException:  # noqa: BLE001 - reported by the caller's get_encoding
             pass
 
-    threading.Thread(target=run, name="encoding-load", daemon=True).start()
+    threading.Thread(target=run, name="encoding-load").start()  # not a daemon: see index.encoder.prefetch_encoder
 
 
 def count_tokens(text: str, encoding: str = "cl100k_base") -> int:

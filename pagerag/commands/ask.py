@@ -10,6 +10,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import ConfigError, InputError, PageRAGError
+from . import check_local_repository
 
 LLM_CHOICES = ("auto", "openai", "llamacpp", "extractive")
 EXIT_WORDS = {"quit", "exit", ":q"}
@@ -68,6 +69,7 @@ def _open(repo: Path, pipeline: Optional[str], llm: Optional[str], config: Optio
     from ..settings import load_settings
 
     settings = load_settings(pipeline, config, sets=sets or (), llm=llm)
+    check_local_repository(repo)  # a bad --repo: its one-line error before anything loads
     _prefetch_question_parser(settings)
     rag = PageRAG(repo, settings=settings)
     rag.state.prefetch(settings.retrieve.graph)  # the graph view, while the encoder loads

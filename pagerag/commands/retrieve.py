@@ -13,6 +13,8 @@ from typing import List, Optional
 
 import typer
 
+from . import check_local_repository
+
 
 def retrieve(
     question: str = typer.Argument(..., help="The question to find evidence for."),
@@ -34,6 +36,7 @@ def retrieve(
     if budget is not None and budget <= 0:
         raise InputError(f"--budget must be a positive number of tokens, got {budget}")
     settings = load_settings(pipeline, config, sets=set_ or ())
+    check_local_repository(repo)  # a bad --repo: its one-line error before anything loads
     _prefetch(settings)
     rag = PageRAG(repo, settings=settings)
     rag.state.prefetch(settings.retrieve.graph)  # the graph view, while the encoder loads

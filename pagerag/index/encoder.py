@@ -96,7 +96,9 @@ def prefetch_encoder(embed: EmbedSettings) -> None:
         except BaseException:  # noqa: BLE001 - reported by the caller's get_encoder
             pass
 
-    threading.Thread(target=run, name="encoder-load", daemon=True).start()
+    # not a daemon: a process leaving (an early error) while this thread is in the runtime's
+    # native code ended in "terminate called without an active exception"; the exit waits for it
+    threading.Thread(target=run, name="encoder-load").start()
 
 
 def encode_function(embed: EmbedSettings) -> "TextEncode":

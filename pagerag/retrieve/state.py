@@ -170,7 +170,7 @@ class RepoState:
             except BaseException:  # noqa: BLE001 - reported by the question's own view()
                 pass
 
-        threading.Thread(target=run, name="state-prefetch", daemon=True).start()
+        threading.Thread(target=run, name="state-prefetch").start()  # not a daemon: see index.encoder.prefetch_encoder
 
     def _save_view(self, kind: str) -> None:
         """One file per view, with its PPR matrix and community rows: a question loads only the

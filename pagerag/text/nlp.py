@@ -32,7 +32,8 @@ def prefetch_spacy(model: str, disable: tuple[str, ...] = ("lemmatizer",)) -> No
     nothing else in the process may import torch meanwhile (see _import_spacy)."""
     future, mine = _claim(model, disable)
     if mine:
-        threading.Thread(target=_load_into, args=(future, model, disable), name="spacy-load", daemon=True).start()
+        # not a daemon: an exit waits for the load rather than leaving during its native code
+        threading.Thread(target=_load_into, args=(future, model, disable), name="spacy-load").start()
 
 
 def _claim(model: str, disable: tuple[str, ...]) -> tuple[Future, bool]:
