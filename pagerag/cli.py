@@ -66,7 +66,7 @@ def build(
     sources = resolve_corpus_paths([str(p) for p in paths])  # corpus:NAME → its verified files
     report = build_repository(sources, repo, settings, show_progress=not quiet, password=password,
                               on_note=lambda note: typer.echo(f"note: {note}", err=True), wait=wait,
-                              executor=executor, ray_address=ray_address)
+                              executor=executor, ray_address=ray_address, prefetch=True)  # a process that only builds
     stats = report.manifest["stats"]
     resumed = f" (resumed: {', '.join(report.resumed_stages)} from cache)" if report.resumed_stages else ""
     typer.echo(
@@ -191,6 +191,9 @@ _register_commands()
 
 def main() -> None:
     """Entry point: run the app, turning errors into one clear line and an exit code."""
+    from .commands import ask as ask_command
+
+    ask_command.OWN_PROCESS = True  # the `pagerag` program: its process is its own (commands.ask)
     debug = os.environ.get("PAGERAG_DEBUG") == "1"
     try:
         app(standalone_mode=False)

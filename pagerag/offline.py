@@ -10,6 +10,7 @@ import functools
 import gzip
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 _TIKTOKEN_URLS = {
@@ -44,10 +45,28 @@ def import_openvino():
     recorder caught the connection)."""
     import sys
 
-    if "openvino" not in sys.modules:
-        sys.modules.setdefault("openvino_telemetry", None)  # None in sys.modules: `import` raises ImportError
-    import openvino
+    if "openvino" in sys.modules:
+        import openvino
 
+        return openvino
+    sys.modules.setdefault("openvino_telemetry", None)  # None in sys.modules: `import` raises ImportError
+    # Nor its model converter (openvino.tools.ovc, half of openvino's import), which the package
+    # imports only if it can (`try: from openvino.tools.ovc import convert_model`) and pagerag
+    # never calls: a later `import openvino.tools.ovc` imports it, and `openvino.convert_model`
+    # does when called.
+    blocked = sys.modules.setdefault("openvino.tools.ovc", None) is None
+    try:
+        import openvino
+    finally:
+        if blocked and sys.modules.get("openvino.tools.ovc", 0) is None:
+            del sys.modules["openvino.tools.ovc"]
+    if not hasattr(openvino, "convert_model"):
+        def convert_model(*args, **kwargs):
+            from openvino.tools.ovc import convert_model as convert
+
+            return convert(*args, **kwargs)
+
+        openvino.convert_model = convert_model
     return openvino
 
 
@@ -70,13 +89,34 @@ def seed_tiktoken_cache() -> Path:
     return cache_dir
 
 
-@functools.lru_cache(maxsize=4)
 def get_encoding(name: str = "cl100k_base"):
-    """A tiktoken encoding, loaded offline."""
+    """A tiktoken encoding, loaded offline, once per process (a load `prefetch_encoding` started
+    is waited for, not repeated)."""
+    with _ENCODING_LOCK:
+        return _load_encoding(name)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_encoding(name: str):
     seed_tiktoken_cache()
     import tiktoken
 
     return tiktoken.get_encoding(name)
+
+
+_ENCODING_LOCK = threading.Lock()
+
+
+def prefetch_encoding(name: str = "cl100k_base") -> None:
+    """Start loading the tiktoken encoding `name` in a background thread (~0.2 s of a cold ask:
+    its 100k merges parsed); a failure is left for the caller's own get_encoding."""
+    def run() -> None:
+        try:
+            get_encoding(name)
+        except BaseException:  # noqa: BLE001 - reported by the caller's get_encoding
+            pass
+
+    threading.Thread(target=run, name="encoding-load").start()  # not a daemon: see index.encoder.prefetch_encoder
 
 
 def count_tokens(text: str, encoding: str = "cl100k_base") -> int:

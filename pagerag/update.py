@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, PageRAGError
 from .library import EXTRACT_DIR, SUMMARY_KEYS, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, text_stages
 from .progress import ProgressListener, StageProgress
 from .settings import Settings
@@ -50,9 +50,11 @@ def cache_dir_for(repo: Path) -> Path:
 def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = (), remove: list[str] = (),
            fresh: bool = False, show_progress: bool = True, on_progress: ProgressListener | None = None,
            root: Path | None = None, password: str | None = None, on_note: Callable[[str], None] | None = None,
-           wait: bool = False, executor: str = "local", ray_address: str | None = None) -> BuildReport:
+           wait: bool = False, executor: str = "local", ray_address: str | None = None,
+           prefetch: bool = False) -> BuildReport:
     """`fresh`: a build (the repository becomes exactly `paths`); else an add of `paths` and a
-    removal of the document ids `remove` from the published library at `repo`."""
+    removal of the document ids `remove` from the published library at `repo`. `prefetch`: the
+    models load in threads once the documents are loaded (prefetch_models; local executor)."""
     from .objectstore import ObjectRepository, remote_uri
     from .repository import WriterLock, check_target, clean_stale_staging
     from .text.load import load_sources
@@ -64,7 +66,7 @@ def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = ()
         work, version, etag, files = remote.work_copy() if not fresh else (*remote.work_copy_empty(), {})
         report = update(work, settings, paths=paths, remove=remove, fresh=fresh, show_progress=show_progress,
                         on_progress=on_progress, root=root, password=password, on_note=on_note, wait=wait,
-                        executor=executor, ray_address=ray_address)
+                        executor=executor, ray_address=ray_address, prefetch=prefetch)
         if not report.unchanged:
             report.manifest["library"]["published"] = remote.publish(work, version, etag, files)
             write_query_snapshot(Path(uri), settings)
@@ -93,6 +95,8 @@ def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = ()
             on_note(note)
         if base is not None and not docs and not base.removed:
             return BuildReport(repo, base.repo.manifest, notes=notes, unchanged=True)
+        if prefetch and executor == "local" and docs:
+            prefetch_models(settings)
         cache = StageCache(cache_dir_for(repo))
         report = _make_version(repo, base, docs, settings, cache, timings, started, llm, show_progress, on_progress,
                                executor, ray_address)
@@ -103,6 +107,46 @@ def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = ()
         run_timed(timings, "collect", lambda: collect_locked(repo, settings.library.keep_versions, measure=False))
     run_timed(timings, "snapshot", lambda: write_query_snapshot(repo, settings))
     return report
+
+
+def prefetch_models(settings: Settings) -> None:
+    """For a process that only builds (`pagerag build` and `add`, a server's build job), once the
+    documents are loaded (an input error ends the process before anything starts): its time
+    is mostly loading the encoder's runtime and compiled model, spaCy and its pipeline, then
+    bm25s, LanceDB (~1 s: its namespace client's 150 generated models) and networkx. Start them
+    now in background threads, so they overlap the stages that come before each is needed (the
+    encoder's inference releases the GIL). spaCy only on the ONNX and OpenVINO paths, where
+    nothing else imports torch meanwhile (text.nlp). A failure in a thread is left for the build,
+    which meets it again where it loads that model, and reports it."""
+    import threading
+
+    from .graph.extract_nlp import nlp_pipes_disabled
+    from .index.encoder import choose, prefetch_encoder
+    from .text.nlp import prefetch_spacy
+
+    try:
+        backend = choose(settings.embed.model, settings.embed.backend, settings.embed.precision).backend
+    except PageRAGError:
+        return  # the build reports the encoder's problem itself
+    prefetch_encoder(settings.embed)
+    if settings.extract.extractor == "nlp" and backend in ("onnx", "openvino"):
+        prefetch_spacy(settings.extract.spacy_model, nlp_pipes_disabled(settings.extract))
+    # none of them a daemon: a build that fails early exits once they are done (see prefetch_encoder)
+    threading.Thread(target=_import_build_libraries, name="build-imports").start()
+
+
+def _import_build_libraries() -> None:
+    """In the order the build needs them: BM25's, the table store's, the query snapshot's graph."""
+    from .index.lexical import import_bm25s
+    from .index.store import import_lancedb
+
+    try:
+        import_bm25s()
+        import_lancedb()
+        import networkx  # noqa: F401
+        import scipy.sparse  # noqa: F401
+    except BaseException:  # noqa: BLE001 - met again, and reported, where the build imports it
+        pass
 
 
 def _skip_known(docs, base: Base, notes: list[str]):

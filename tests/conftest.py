@@ -65,6 +65,27 @@ def carol_parts(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 
 @pytest.fixture(scope="session")
+def carol_a_repo(carol_parts: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A library of carol_parts' a.txt, built once per session with the default settings (no
+    environment): tests that grow or change it work on a copy (shutil.copytree)."""
+    return _build_once([carol_parts["a"]], tmp_path_factory.mktemp("repos") / "a.rag")
+
+
+@pytest.fixture(scope="session")
+def carol_ab_repo(carol_parts: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A library of carol_parts' a.txt and b.txt built together, once per session (as carol_a_repo)."""
+    return _build_once([carol_parts["a"], carol_parts["b"]], tmp_path_factory.mktemp("repos") / "ab.rag")
+
+
+def _build_once(paths: list[Path], repo: Path) -> Path:
+    from pagerag.build import build_repository
+    from pagerag.settings import load_settings
+
+    build_repository(paths, repo, load_settings(environ={}), show_progress=False)
+    return repo
+
+
+@pytest.fixture(scope="session")
 def carol_repo(carol_excerpt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from pagerag.build import build_repository
     from pagerag.settings import load_settings

@@ -10,9 +10,13 @@ from typing import List, Optional
 import typer
 
 from ..errors import ConfigError, InputError, PageRAGError
+from . import check_local_repository
 
 LLM_CHOICES = ("auto", "openai", "llamacpp", "extractive")
 EXIT_WORDS = {"quit", "exit", ":q"}
+# True when the command runs as the `pagerag` program (cli.main), in a process of its own that it
+# may fork the question parser from; not when a caller runs it in its process (typer's test runner).
+OWN_PROCESS = False
 
 
 def ask(
@@ -32,8 +36,10 @@ def ask(
         raise ConfigError(f"unknown --llm '{llm}' (choose {', '.join(LLM_CHOICES)})")
     if not interactive and (question is None or not question.strip()):
         raise InputError("the question is empty: give a question, or use --interactive")
+    started = sys.stderr.isatty() and not as_json and not interactive  # at a terminal: say it has started,
+    said = started and _say_started(repo)  # before the models and the repository load (seconds of a cold ask)
     rag = _open(repo, pipeline, llm, config, set_)
-    if sys.stderr.isatty() and not as_json and not interactive:  # at a terminal: say it has started
+    if started and not said:
         typer.echo(f"asking {rag.state.path.name} ({len(rag.state.passages):,} passages) …", err=True)
     docs = doc or None
     if question is not None and question.strip():
@@ -42,29 +48,58 @@ def ask(
         _loop(rag, as_json, docs)
 
 
+def _say_started(repo: Path) -> bool:
+    """Print `asking NAME (N passages) …` from a local repository's manifest alone (its
+    stats.passages, which opening the repository checks against the passages table); False when
+    that cannot be read cheaply (object storage, no manifest): the caller says it once opened."""
+    from ..objectstore import remote_uri
+
+    if remote_uri(repo) is not None:
+        return False
+    try:
+        passages = int(json.loads((Path(repo) / "manifest.json").read_text(encoding="utf-8"))["stats"]["passages"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    typer.echo(f"asking {Path(repo).resolve().name} ({passages:,} passages) …", err=True)
+    return True
+
+
 def _open(repo: Path, pipeline: Optional[str], llm: Optional[str], config: Optional[Path], sets: Optional[List[str]]):
     from ..api import PageRAG
     from ..settings import load_settings
 
     settings = load_settings(pipeline, config, sets=sets or (), llm=llm)
+    check_local_repository(repo)  # a bad --repo: its one-line error before anything loads
     _prefetch_question_parser(settings)
-    return PageRAG(repo, settings=settings)
+    rag = PageRAG(repo, settings=settings)
+    rag.state.prefetch(settings.retrieve.graph)  # the graph view, while the encoder loads
+    return rag
 
 
 def _prefetch_question_parser(settings) -> None:
-    """The RCS features parse the question with spaCy, whose import and model load are the
-    largest part of a cold `ask`: start them now, beside opening the repository and retrieving,
-    and the reader's model too. spaCy only on the ONNX and OpenVINO paths, where nothing else imports torch
-    meanwhile (text.nlp)."""
-    from ..index.encoder import choose
+    """A cold `ask` loads four models: spaCy's (the RCS features parse the question), the
+    encoder, the reader and tiktoken's encoding. Start them all now, beside opening the repository
+    and retrieving. spaCy, whose import and load are the largest part, in a forked process of its
+    own where this process can fork (Linux, no other thread yet: text.nlp.start_parser_process),
+    so it loads on another core; else in a thread, and then only on the ONNX and OpenVINO paths,
+    where nothing else imports torch meanwhile (text.nlp). The others in threads: their runtimes
+    release the GIL for much of their loading."""
+    from ..index.encoder import choose, prefetch_encoder
+    from ..offline import prefetch_encoding
     from ..read import prefetch_reader
-    from ..text.nlp import prefetch_spacy
+    from ..text.nlp import prefetch_spacy, start_parser_process
 
+    # first: before any thread starts
+    forked = OWN_PROCESS and start_parser_process(settings.extract.spacy_model)
+    backend = None
+    if not forked:  # (forked: the encoder's thread chooses; nothing else here needs the choice)
+        try:
+            backend = choose(settings.embed.model, settings.embed.backend, settings.embed.precision).backend
+        except PageRAGError:
+            pass  # the encoder reports its own problem when it is built
+    prefetch_encoder(settings.embed)
     prefetch_reader(settings.generate.reader)
-    try:
-        backend = choose(settings.embed.model, settings.embed.backend, settings.embed.precision).backend
-    except PageRAGError:
-        return  # the encoder reports its own problem when it is built
+    prefetch_encoding(settings.chunk.encoding)
     if backend in ("onnx", "openvino"):
         prefetch_spacy(settings.extract.spacy_model)
 

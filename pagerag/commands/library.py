@@ -44,7 +44,7 @@ def add(
     settings = load_settings(pipeline, config, sets=set_ or ())
     report = add_documents(resolve_corpus_paths([str(p) for p in paths]), repo, settings, show_progress=not quiet,
                            password=password, wait=wait, executor=executor, ray_address=ray_address,
-                           on_note=lambda note: typer.echo(f"note: {note}", err=True))
+                           on_note=lambda note: typer.echo(f"note: {note}", err=True), prefetch=True)  # it only adds
     _say(report, repo, "add")
 
 

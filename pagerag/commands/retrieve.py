@@ -13,6 +13,8 @@ from typing import List, Optional
 
 import typer
 
+from . import check_local_repository
+
 
 def retrieve(
     question: str = typer.Argument(..., help="The question to find evidence for."),
@@ -33,11 +35,26 @@ def retrieve(
 
     if budget is not None and budget <= 0:
         raise InputError(f"--budget must be a positive number of tokens, got {budget}")
-    result = PageRAG(repo, settings=load_settings(pipeline, config, sets=set_ or ())).retrieve(question, budget=budget, docs=doc or None)
+    settings = load_settings(pipeline, config, sets=set_ or ())
+    check_local_repository(repo)  # a bad --repo: its one-line error before anything loads
+    _prefetch(settings)
+    rag = PageRAG(repo, settings=settings)
+    rag.state.prefetch(settings.retrieve.graph)  # the graph view, while the encoder loads
+    result = rag.retrieve(question, budget=budget, docs=doc or None)
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
         return
     print_retrieval(result)
+
+
+def _prefetch(settings) -> None:
+    """The encoder (its runtime's import and compiled model) and tiktoken's encoding load in
+    background threads while the repository is opened (as `pagerag ask` does)."""
+    from ..index.encoder import prefetch_encoder
+    from ..offline import prefetch_encoding
+
+    prefetch_encoder(settings.embed)
+    prefetch_encoding(settings.chunk.encoding)
 
 
 def print_retrieval(result) -> None:

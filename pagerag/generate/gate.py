@@ -72,13 +72,13 @@ def retrieval_features(retrieval, state, encode, spacy_model: str = "en_core_web
                                                 relation_words)
     from ..confidence.features import compute_features, lexical_features
     from ..text.names import name_texts
-    from ..text.nlp import load_spacy
+    from ..text.nlp import question_parser
 
     signals = retrieval.signals
     best = sorted(retrieval.evidence, key=lambda e: e.rank)[:EVIDENCE_K]
     texts = [e.text for e in best]
     rows = [state.passage_index[e.passage_id] for e in best]
-    nlp = load_spacy(spacy_model)
+    nlp = question_parser(spacy_model)  # spaCy's pipeline, or its parses from a parser process (text.nlp)
     question_doc = nlp(retrieval.question)
     mentions = name_texts(retrieval.question)
     # a book passage has no title: its subject is the first name in its opening words

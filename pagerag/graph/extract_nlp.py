@@ -56,11 +56,21 @@ def load_nlp(model: str, with_ner: bool = True) -> Any:
     """The spaCy pipeline with only tok2vec, tagger, parser (and ner); loaded once per process."""
     from ..text.nlp import load_spacy
 
-    nlp = load_spacy(model, tuple(PIPES_NOT_NEEDED) + (() if with_ner else ("ner",)))
+    nlp = load_spacy(model, _disabled(with_ner))
     missing = {"tagger", "parser"} - set(nlp.pipe_names)
     if missing:
         raise ConfigError(f"spaCy model '{model}' lacks the {', '.join(sorted(missing))} component(s) the extractor needs")
     return nlp
+
+
+def _disabled(with_ner: bool) -> tuple[str, ...]:
+    return tuple(PIPES_NOT_NEEDED) + (() if with_ner else ("ner",))
+
+
+def nlp_pipes_disabled(settings: ExtractSettings) -> tuple[str, ...]:
+    """The components the extractor's pipeline loads without (`load_spacy`'s `disable`): what a
+    prefetch of that pipeline must name to be the one the extractor waits for."""
+    return _disabled(bool(settings.entity_labels))
 
 
 def _lemmatiser(nlp: Any) -> Callable[[Any], str]:

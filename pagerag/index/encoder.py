@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
@@ -79,8 +80,25 @@ def open_encoder(embed: EmbedSettings) -> Encoder:
 
 
 def get_encoder(embed: EmbedSettings) -> Encoder:
-    """`open_encoder(embed)`, opened once per process: what builds and questions use."""
-    return _opened(embed.model, embed.backend, embed.precision, embed.threads)
+    """`open_encoder(embed)`, opened once per process: what builds and questions use (an opening
+    that `prefetch_encoder` started is waited for, not repeated)."""
+    with _OPENING:
+        return _opened(embed.model, embed.backend, embed.precision, embed.threads)
+
+
+def prefetch_encoder(embed: EmbedSettings) -> None:
+    """Start opening the encoder (`get_encoder(embed)`) in a background thread: a cold question
+    overlaps the runtime's import and the model's compilation with reading the repository. A
+    failure is left for the caller's own `get_encoder`, which meets it again and reports it."""
+    def run() -> None:
+        try:
+            get_encoder(embed)
+        except BaseException:  # noqa: BLE001 - reported by the caller's get_encoder
+            pass
+
+    # not a daemon: a process leaving (an early error) while this thread is in the runtime's
+    # native code ended in "terminate called without an active exception"; the exit waits for it
+    threading.Thread(target=run, name="encoder-load").start()
 
 
 def encode_function(embed: EmbedSettings) -> "TextEncode":
@@ -137,6 +155,7 @@ def _open(model: str, backend: str, precision: str, threads: int) -> Encoder:
 
 
 _opened = functools.lru_cache(maxsize=8)(_open)
+_OPENING = threading.RLock()  # one opening at a time: a second caller waits for the first's encoder
 
 
 def choose(model: str, backend: str, precision: str) -> Choice:

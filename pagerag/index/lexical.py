@@ -11,7 +11,7 @@ _TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 
 
 @functools.cache
-def _bm25s():
+def import_bm25s():
     """bm25s, its logger kept at WARNING: bm25s sets it to DEBUG when imported, and then any
     handler on the root logger prints its "Building index from tokens" (a library's
     `logging.warning(...)` adds one: ONNX Runtime's quantiser during a fresh install's export)."""
@@ -22,7 +22,7 @@ def _bm25s():
 
 
 def _tokenize(texts: list[str]) -> list[list[str]]:
-    bm25s = _bm25s()
+    bm25s = import_bm25s()
     return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False,
                           token_pattern=_TOKEN_PATTERN)
 
@@ -36,7 +36,7 @@ class BM25Index:
 
     @classmethod
     def build(cls, texts: list[str]) -> "BM25Index":
-        bm25s = _bm25s()
+        bm25s = import_bm25s()
         retriever = bm25s.BM25()
         retriever.index(_tokenize(texts), show_progress=False)
         return cls(retriever, len(texts))
@@ -47,7 +47,7 @@ class BM25Index:
 
     @classmethod
     def load(cls, directory: Path) -> "BM25Index":
-        bm25s = _bm25s()
+        bm25s = import_bm25s()
         retriever = bm25s.BM25.load(str(directory), mmap=False, show_progress=False, verbosity=0)
         return cls(retriever, int((Path(directory) / "n_docs.txt").read_text()))
 

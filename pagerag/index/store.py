@@ -48,17 +48,22 @@ def _count(rows: Rows) -> int:
 _JSON_COLUMNS = {"evidence"}
 
 
+def import_lancedb():
+    import os
+
+    # lance logs WARN lines from Rust straight to the terminal; users should not see them.
+    os.environ.setdefault("LANCE_LOG", "error")
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    import lancedb
+
+    return lancedb
+
+
 class LanceStore:
     """LanceDB tables in one directory. Every row keeps its position as `row` (int)."""
 
     def __init__(self, path: Path):
-        import os
-
-        # lance logs WARN lines from Rust straight to the terminal; users should not see them.
-        os.environ.setdefault("LANCE_LOG", "error")
-        os.environ.setdefault("LANCEDB_LOG", "error")
-        import lancedb
-
+        lancedb = import_lancedb()
         self.path = Path(path)
         self._db = lancedb.connect(str(self.path))
         self._searched: dict[str, Any] = {}  # tables opened for search (2 ms an open), until a write

@@ -138,7 +138,9 @@ def prefetch_reader(directory: str = "") -> None:
     `ask` overlaps it with opening the repository and retrieving."""
     future, mine = _claim(directory)
     if mine:
-        threading.Thread(target=_load_into, args=(future, directory), name="reader-load", daemon=True).start()
+        # not a daemon: a process leaving while ONNX Runtime builds the session (an early error) ended in
+        # "terminate called without an active exception"; its exit waits for the load instead
+        threading.Thread(target=_load_into, args=(future, directory), name="reader-load").start()
 
 
 def forget_readers() -> None:

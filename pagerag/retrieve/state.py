@@ -155,6 +155,23 @@ class RepoState:
                     self._save_view(kind)
             return self._views[kind]
 
+    def prefetch(self, kind: str) -> None:
+        """Start loading, in a background thread, what a first question reads before its own
+        work: the graph view `kind` ("none": no view) and the BM25 library's import. A cold
+        one-shot question overlaps them with waiting for its encoder; a failure is met again,
+        and reported, when the question loads the view itself."""
+        def run() -> None:
+            try:
+                if kind != "none":
+                    self.view(kind)
+                from ..index.lexical import import_bm25s
+
+                import_bm25s()
+            except BaseException:  # noqa: BLE001 - reported by the question's own view()
+                pass
+
+        threading.Thread(target=run, name="state-prefetch").start()  # not a daemon: see index.encoder.prefetch_encoder
+
     def _save_view(self, kind: str) -> None:
         """One file per view, with its PPR matrix and community rows: a question loads only the
         graph it reads, and builds it once per version."""

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(args.pipeline, args.config, sets=args.sets, llm=args.llm)
         report = build_repository(args.paths, args.repo, settings, show_progress=False,
                                   on_progress=_watch_publish(publishing, _throttled(emit)),
-                                  root=Path(args.root) if args.root else None)
+                                  root=Path(args.root) if args.root else None, prefetch=True)  # it only builds
         emit(event="done", stats=report.manifest["stats"], resumed=report.resumed_stages)
         return 0
     except Cancelled:  # build_repository's own cleanup has removed the staging directory

@@ -24,12 +24,14 @@ def cluster():
     ray.shutdown()
 
 
-def test_ray_builds_what_the_local_executor_builds(cluster, carol_parts, tmp_path: Path):
+def test_ray_builds_what_the_local_executor_builds(cluster, carol_parts, carol_ab_repo, tmp_path: Path):
+    import shutil
+
     from pagerag.build import add_documents, build_repository
 
     settings = load_settings(environ={})
     docs = [carol_parts["a"], carol_parts["b"]]
-    build_repository(docs, tmp_path / "local.rag", settings, show_progress=False)
+    shutil.copytree(carol_ab_repo, tmp_path / "local.rag")  # the session's local build of a + b
     report = build_repository(docs, tmp_path / "ray.rag", settings, show_progress=False, executor="ray")
     assert report.manifest["stage_seconds"]["ray_cpus"] == 2  # the cluster the fixture started
     local, distributed = Repository.open(tmp_path / "local.rag"), validate_repository(tmp_path / "ray.rag")

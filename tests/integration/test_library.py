@@ -35,15 +35,15 @@ def settings():
 
 
 @pytest.fixture(scope="module")
-def libraries(parts, settings, tmp_path_factory) -> dict[str, Path]:
-    from pagerag.build import add_documents, build_repository
+def libraries(parts, settings, carol_ab_repo, carol_a_repo, tmp_path_factory) -> dict[str, Path]:
+    """build(a+b) and build(a), the session's (read here, copied where a test changes them), and
+    build(a) + add(b)."""
+    from pagerag.build import add_documents
 
     root = tmp_path_factory.mktemp("libraries")
-    build_repository([parts["a"], parts["b"]], root / "ab.rag", settings, show_progress=False)
-    build_repository([parts["a"]], root / "a.rag", settings, show_progress=False)
-    shutil.copytree(root / "a.rag", root / "a_then_b.rag")
+    shutil.copytree(carol_a_repo, root / "a_then_b.rag")
     add_documents([parts["b"]], root / "a_then_b.rag", settings, show_progress=False)
-    return {"ab": root / "ab.rag", "a": root / "a.rag", "a_then_b": root / "a_then_b.rag"}
+    return {"ab": carol_ab_repo, "a": carol_a_repo, "a_then_b": root / "a_then_b.rag"}
 
 
 def passages_of(repo: Repository) -> dict[str, dict]:
@@ -236,10 +236,10 @@ def test_past_ann_min_rows_dense_search_goes_through_an_ann_index(parts, tmp_pat
     assert rag.retrieve("Who is Marley?").evidence
 
 
-def test_an_add_writes_its_version_without_the_encoder_held(parts, settings, tmp_path):
+def test_an_add_writes_its_version_without_the_encoder_held(parts, settings, carol_a_repo, tmp_path):
     """The compiled model is given back after the graph stages' last names: an add into a large
     library peaks while it writes the new version, and the model would sit under it."""
-    from pagerag.build import add_documents, build_repository
+    from pagerag.build import add_documents
     from pagerag.index.encoder import get_encoder
     from pagerag.index.openvino_encoder import OpenVinoEncoder
 
@@ -253,7 +253,7 @@ def test_an_add_writes_its_version_without_the_encoder_held(parts, settings, tmp
             loaded_at.setdefault(stage, encoder.model is not None)
 
     repo = tmp_path / "a.rag"
-    build_repository([parts["a"]], repo, settings, show_progress=False)
+    shutil.copytree(carol_a_repo, repo)  # the session's build of a
     add_documents([parts["b"]], repo, settings, show_progress=False, on_progress=watch)
     assert loaded_at["communities"] is True  # compiled again for the new entity names
     assert loaded_at["publish"] is False

@@ -26,7 +26,7 @@ pytest.importorskip("moto.server", reason='moto\'s server is not installed (pip 
 from helpers.s3 import BUCKET, s3_server  # noqa: E402,F401  (the fixture)
 
 
-def test_a_library_on_s3(s3_server, carol_parts, tmp_path):
+def test_a_library_on_s3(s3_server, carol_parts, carol_ab_repo, tmp_path):
     from pagerag.api import PageRAG
     from pagerag.build import add_documents, build_repository
     from pagerag.objectstore import ObjectRepository
@@ -47,9 +47,8 @@ def test_a_library_on_s3(s3_server, carol_parts, tmp_path):
                             "--doc", "a", "--json"], capture_output=True, text=True, env=env)
     assert found.returncode == 0, found.stderr
     assert {e["passage_id"].split(":")[0] for e in json.loads(found.stdout)["evidence"]} == {"a"}
-    # the same passages and graph as a local build of both
-    build_repository([carol_parts["a"], carol_parts["b"]], tmp_path / "local.rag", settings, show_progress=False)
-    local, there = Repository.open(tmp_path / "local.rag"), validate_repository(remote.materialise())
+    # the same passages and graph as a local build of both (the session's)
+    local, there = Repository.open(carol_ab_repo), validate_repository(remote.materialise())
     assert [asdict(p) for p in local.passages] == [asdict(p) for p in there.passages]
     assert [asdict(e) for e in local.graph("governed").entities] == [asdict(e) for e in there.graph("governed").entities]
     # the add uploaded only what it added or rewrote: every blob of version 1 still serves version 2

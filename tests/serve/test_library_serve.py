@@ -8,15 +8,17 @@ from serving import next_version
 pytestmark = pytest.mark.slow
 
 
-def test_served_library_swaps_to_the_version_an_add_publishes(carol_parts, tmp_path):
-    from pagerag.build import add_documents, build_repository
+def test_served_library_swaps_to_the_version_an_add_publishes(carol_parts, carol_a_repo, tmp_path):
+    import shutil
+
+    from pagerag.build import add_documents
     from pagerag.serve.config import ServeConfig
     from pagerag.serve.registry import Registry
     from pagerag.settings import load_settings
 
     settings = load_settings(environ={})
     repo = tmp_path / "lib.rag"
-    build_repository([carol_parts["a"]], repo, settings, show_progress=False)
+    shutil.copytree(carol_a_repo, repo)  # the session's build of a
     registry = Registry(ServeConfig(repos={"lib": repo}, llm="extractive", warm=False).check()).start()
     try:
         with registry.use("lib") as old:  # a question in flight across the add
