@@ -28,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import InputError
+from .graph.name_pairs import NAME_MEMO, load_memo
 from .records import Graph, Passage, SourceDoc
 from .settings import Settings
 from .stages import DocumentParts, MemoEmbedder, StageCache, digest, embed_name_vectors, run_timed
@@ -223,7 +224,7 @@ def document_title(doc: SourceDoc) -> str:
 def graph_stages(library: Library, base: Base | None, settings: Settings, cache: StageCache, progress, timings, llm=None):
     from .graph.communities import detect_communities
     from .graph.extract_nlp import build_raw_graph, merge_mentions
-    from .graph.govern import govern_with_report
+    from .graph.govern import govern_library
     from .graph.summaries import summarise_communities, summary_inputs
     from .index.encoder import get_encoder
     from .stages import GraphStage
@@ -239,12 +240,16 @@ def graph_stages(library: Library, base: Base | None, settings: Settings, cache:
     encoder = get_encoder(settings.embed)
     embedder = MemoEmbedder(encoder)
     previous: dict[str, dict[str, tuple[str, str]]] = {}
+    known_names = None
     if base is not None:
         _seed_names(embedder, base.repo)
         previous = previous_summaries(base.repo)
+        known_names = load_memo(base.repo.root / NAME_MEMO)
     with progress.stage("govern", 1) as advance:
-        governed, governance = run_timed(timings, "govern", lambda: govern_with_report(raw, passages, settings.govern, embed=embedder.encode))
+        governed, governance, names = run_timed(timings, "govern", lambda: govern_library(
+            raw, passages, settings.govern, embedder.encode, known_names, names_model(settings)))
         advance(1)
+    del known_names
     graphs = {"raw": raw, "governed": governed}
     reused = 0
     summary_keys: dict[str, list[str]] = {}
@@ -276,7 +281,14 @@ def graph_stages(library: Library, base: Base | None, settings: Settings, cache:
     encoder.release_memory()
     stage = GraphStage(graphs, entity_vectors, tokens, governance)
     stage.summary_keys = summary_keys
+    stage.names = names
     return stage
+
+
+def names_model(settings: Settings) -> str:
+    """What the name vectors kept between versions were made by: another model or precision
+    and the base's pairs are computed again."""
+    return digest(settings.embed.model_dump())
 
 
 def _llm_graph(passages, settings: Settings, cache: StageCache, progress, timings, llm):

@@ -40,6 +40,7 @@ class GraphStage:
     tokens: dict[str, int]
     governance: dict[str, Any]
     summary_keys: dict[str, list[str]] = field(default_factory=dict)  # per kind, each community's content key
+    names: Any = None  # graph.name_pairs.NameMemo: the names governance compared, for the next add
 
 
 class StageCache:

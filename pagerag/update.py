@@ -234,6 +234,7 @@ def extraction_llm(settings: Settings):
 def write_version(staging: Path, base: Base | None, library: Library, bm25, graph_stage, windows, manifest, settings) -> None:
     """The next version in `staging`: the base's unchanged files hard-linked, the rest written."""
     from .graph.extract_nlp import mentions_to_dict
+    from .graph.name_pairs import NAME_MEMO, save_memo
     from .index.store import open_store
     from .records import PLACE_FIELDS
     from .repository import GRAPH_KINDS, MANIFEST, STORE_BACKEND, STRUCTURE_SUFFIX, link_tree, write_json_atomic
@@ -282,6 +283,8 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
         store.write(f"relations_{kind}", record_columns(graph.relations))
         store.write(f"communities_{kind}", record_columns(graph.communities))
     write_json_atomic(staging / SUMMARY_KEYS, graph_stage.summary_keys)
+    if graph_stage.names is not None:
+        save_memo(graph_stage.names, staging / NAME_MEMO)
     (staging / "bm25").mkdir(exist_ok=True)
     bm25.save(staging / "bm25")
     if windows is not None:

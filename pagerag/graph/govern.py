@@ -33,6 +33,7 @@ from ..records import Entity, Graph, Passage, Relation
 from ..settings import GovernSettings
 from .extract_nlp import NOUN_PHRASE
 from .ids import assign_entity_ids, relation_id
+from .name_pairs import NameMemo, exact_cosines, name_pairs
 from ..text.names import ParsedName, display_form, parse_name, singular_candidates
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -81,8 +82,17 @@ def govern(raw: Graph, passages: list[Passage], settings: GovernSettings, embed:
 def govern_with_report(raw: Graph, passages: list[Passage], settings: GovernSettings,
                        embed: Embed | None = None) -> tuple[Graph, dict[str, Any]]:
     """The governed graph and what governance did (raw vs governed stats, merges, prunes)."""
+    governed, report, _ = govern_library(raw, passages, settings, embed)
+    return governed, report
+
+
+def govern_library(raw: Graph, passages: list[Passage], settings: GovernSettings, embed: Embed | None = None,
+                   names: NameMemo | None = None, model: str = "") -> tuple[Graph, dict[str, Any], NameMemo | None]:
+    """govern_with_report, plus the names the embedding merge compared (None when it is off):
+    given the base version's (`names`, embedded by `model`), only pairs with a new name are
+    computed (name_pairs)."""
     if not settings.enabled:
-        return raw, {"raw": raw.stats(), "governed": raw.stats(), "enabled": False}
+        return raw, {"raw": raw.stats(), "governed": raw.stats(), "enabled": False}, None
     by_id = {e.entity_id: e for e in raw.entities}
     parsed = {e.entity_id: parse_name(e.name) for e in raw.entities}
     clusters = _Clusters(raw.entities, parsed)
@@ -90,8 +100,10 @@ def govern_with_report(raw: Graph, passages: list[Passage], settings: GovernSett
     if settings.merge_aliases:
         _merge_aliases(raw.entities, parsed, clusters, settings)
     report["alias_merges"] = clusters.merges
+    memo = None
     if embed is not None and settings.embedding_merge_threshold < 1.0:
-        report["embedding_merged_names"] = _merge_by_embedding(by_id, parsed, clusters, settings, embed)
+        report["embedding_merged_names"], memo = _merge_by_embedding(by_id, clusters, settings, embed, names, model)
+        report["names_compared"] = memo.stats
     report["embedding_merges"] = clusters.merges - report["alias_merges"]
     order = {p.passage_id: i for i, p in enumerate(sorted(passages, key=lambda p: (p.doc_id, p.start, p.end)))}
     entities, new_id = _merged_entities(by_id, clusters, order)
@@ -110,7 +122,7 @@ def govern_with_report(raw: Graph, passages: list[Passage], settings: GovernSett
     governed = Graph(entities=kept, relations=sorted(relations, key=lambda r: r.relation_id))
     report["attached"] = sum(1 for r in governed.relations if r.kind == IN_PASSAGE)
     report["raw"], report["governed"] = raw.stats(), governed.stats()
-    return governed, report
+    return governed, report, memo
 
 
 # ------------------------------------------------------------------------------------------
@@ -203,45 +215,53 @@ def _merge_name_parts(variants, ambiguous: set[tuple[str, str]], mentions: dict[
             clusters.union(min(min(t) for t in targets), ids[0])
 
 
-def _merge_by_embedding(by_id: dict[str, Entity], parsed: dict[str, ParsedName], clusters: _Clusters,
-                        settings: GovernSettings, embed: Embed) -> list[tuple[str, str]]:
-    """Union same-type clusters with similar names and shared passages; returns the merged pairs."""
-    merged_names: list[tuple[str, str]] = []
+def _merge_by_embedding(by_id: dict[str, Entity], clusters: _Clusters, settings: GovernSettings, embed: Embed,
+                        names: NameMemo | None, model: str) -> tuple[list[tuple[str, str]], NameMemo]:
+    """Union same-type clusters with similar names and shared passages; returns the merged pairs
+    and the names compared (for the next version: `names` is the base's, whose pairs are reused)."""
     groups = clusters.groups()
     roots = sorted(groups)
     name = {r: _best_name([by_id[m] for m in groups[r]]) for r in roots}
     typ = {r: _cluster_type([by_id[m] for m in groups[r]]) for r in roots}
-    passages = {r: set().union(*(by_id[m].passage_ids for m in groups[r])) for r in roots}
-    words = {r: set(parse_name(name[r]).tokens) for r in roots}
-    vectors = np.asarray(embed([name[r] for r in roots]), dtype=np.float32)
-    by_type: dict[str, list[int]] = defaultdict(list)
-    for i, r in enumerate(roots):
-        by_type[typ[r]].append(i)
+    roots_of: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for r in roots:  # sorted, so each key's roots are too
+        roots_of[(typ[r], name[r])].append(r)
+    keys = sorted(roots_of)
+    memo = name_pairs(keys, embed, settings.embedding_merge_threshold, model, names)
+    passages: dict[str, set[str]] = {}
+
+    def shared(ra: str, rb: str) -> int:  # only the candidates' passages are gathered
+        for r in (ra, rb):
+            if r not in passages:
+                passages[r] = set().union(*(by_id[m].passage_ids for m in groups[r]))
+        return len(passages[ra] & passages[rb])
+
     pairs: list[tuple[float, str, str]] = []
-    for idx in by_type.values():
-        for a, b, sim in _similar_pairs(vectors[idx], settings.embedding_merge_threshold):
-            ra, rb = roots[idx[a]], roots[idx[b]]
-            if len(passages[ra] & passages[rb]) >= settings.min_shared_passages and _compatible_words(words[ra], words[rb]):
-                pairs.append((-sim, ra, rb))
+    for sim, ra, rb in _root_pairs(memo, keys, roots_of, settings.embedding_merge_threshold):
+        words_a, words_b = set(parse_name(name[ra]).tokens), set(parse_name(name[rb]).tokens)
+        if shared(ra, rb) >= settings.min_shared_passages and _compatible_words(words_a, words_b):
+            pairs.append((-sim, ra, rb))
+    merged_names: list[tuple[str, str]] = []
     for _, ra, rb in sorted(pairs):
         if clusters.union(ra, rb):
             merged_names.append((name[ra], name[rb]))
-    return merged_names
+    return merged_names, memo
 
 
-SIMILARITY_ROWS = 1024  # rows of the similarity matrix held at once
-
-
-def _similar_pairs(vectors: np.ndarray, threshold: float) -> list[tuple[int, int, float]]:
-    """(a, b, cosine) for every a < b whose rows are at least `threshold` alike, a block of rows at
-    a time: the whole matrix of a library's names (PERSON alone: ~7k at 22 books) took ~0.4 GB."""
-    out: list[tuple[int, int, float]] = []
-    for start in range(0, len(vectors) - 1, SIMILARITY_ROWS):
-        block = vectors[start:start + SIMILARITY_ROWS] @ vectors.T
-        rows, cols = np.nonzero(block >= threshold)
-        upper = cols > rows + start
-        out += [(int(a) + start, int(b), float(block[a, b])) for a, b in zip(rows[upper], cols[upper])]
-    return out
+def _root_pairs(memo: NameMemo, keys, roots_of, threshold: float):
+    """(cosine, root a, root b), a < b, for every two clusters whose names are alike: the memo's
+    name pairs, and clusters of one name (kept apart by their titles) with each other."""
+    for i, key in enumerate(keys):
+        rs = roots_of[key]
+        if len(rs) > 1:
+            v = memo.vectors[i:i + 1]
+            sim = float(exact_cosines(v, v)[0])
+            if sim >= threshold:
+                yield from ((sim, a, b) for n, a in enumerate(rs) for b in rs[n + 1:])
+    for i, j, sim in memo.pairs:
+        for ra in roots_of[keys[i]]:
+            for rb in roots_of[keys[j]]:
+                yield (sim, min(ra, rb), max(ra, rb))
 
 
 def _compatible_words(a: set[str], b: set[str]) -> bool:

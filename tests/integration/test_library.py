@@ -82,6 +82,29 @@ def test_build_then_add_is_the_build_of_both(libraries):
     assert [h["op"] for h in grown.manifest["library"]["history"]] == ["build", "add"]
 
 
+def test_an_add_compares_only_its_new_names(libraries):
+    """Governance's embedding merge in an add computes the cosines of the names it brought with
+    every name of their type (new x all), never old x old again: those pairs come from the base's
+    memo, and they are the pairs a build of both finds, with the same cosines."""
+    from collections import Counter
+
+    from pagerag.graph.name_pairs import NAME_MEMO, load_memo
+
+    base, grown, whole = (load_memo(libraries[k] / NAME_MEMO) for k in ("a", "a_then_b", "ab"))
+    stats = json.loads((libraries["a_then_b"] / "manifest.json").read_text())["governance"]["names_compared"]
+    old = set(base.keys)
+    new_by_type = Counter(t for t, n in grown.keys if (t, n) not in old)
+    all_by_type = Counter(t for t, n in grown.keys)
+    assert stats["names_new"] == sum(new_by_type.values()) < stats["names"] == len(grown.keys)
+    assert stats["cosines_computed"] == sum(new_by_type[t] * all_by_type[t] for t in new_by_type)
+    assert stats["cosines_computed"] < sum(n * n for n in all_by_type.values())  # what the build of both computed
+    assert stats["pairs_reused"] > 0
+    assert grown.keys == whole.keys
+    named = lambda memo: {(memo.keys[i], memo.keys[j]): s for i, j, s in memo.pairs}  # noqa: E731
+    assert named(grown).keys() == named(whole).keys()
+    assert all(abs(named(grown)[k] - s) < 1e-6 for k, s in named(whole).items())
+
+
 def test_remove_gives_the_build_without_it(libraries, settings, tmp_path):
     from pagerag.build import remove_documents
 

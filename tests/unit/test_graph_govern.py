@@ -177,13 +177,32 @@ def test_embedding_merge_needs_same_type_and_shared_passages(embed):
 def test_similar_pairs_a_block_at_a_time_are_those_of_the_whole_matrix(monkeypatch):
     import numpy as np
 
-    from pagerag.graph import govern
+    from pagerag.graph import name_pairs
 
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(1300, 8)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    monkeypatch.setattr(govern, "SIMILARITY_ROWS", 500)  # three blocks, the last one short
-    got = govern._similar_pairs(vectors, 0.9)
+    monkeypatch.setattr(name_pairs, "SIMILARITY_ROWS", 500)  # three blocks, the last one short
+    got, computed = name_pairs.similar_among(vectors, np.arange(len(vectors)), 0.9)
+    assert computed == 1300 * 1300
     rows, cols = np.nonzero(np.triu(vectors @ vectors.T, k=1) >= 0.9)
     assert len(got) > 100 and all(a < b for a, b, _ in got)
     assert {(a, b) for a, b, _ in got} == set(zip(rows.tolist(), cols.tolist()))
+
+
+def test_similar_pairs_of_new_rows_are_those_the_whole_matrix_has_with_them():
+    """An add computes only pairs with a new name (new x all): they are the whole matrix's pairs
+    that touch a new row, with the same cosines, found once each."""
+    import numpy as np
+
+    from pagerag.graph import name_pairs
+
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(400, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    whole, _ = name_pairs.similar_among(vectors, np.arange(400), 0.9)
+    new = np.arange(300, 400)
+    got, computed = name_pairs.similar_among(vectors, new, 0.9)
+    assert computed == 100 * 400
+    assert sorted(got) == sorted(p for p in whole if p[0] >= 300 or p[1] >= 300)
+    assert len(got) == len(set((a, b) for a, b, _ in got)) > 10
