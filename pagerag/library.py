@@ -31,7 +31,7 @@ from .errors import InputError
 from .graph.name_pairs import NAME_MEMO, load_memo
 from .records import Graph, Passage, SourceDoc
 from .settings import Settings
-from .stages import DocumentParts, MemoEmbedder, StageCache, digest, embed_name_vectors, run_timed
+from .stages import DocumentParts, MemoEmbedder, StageCache, cyclic_gc_paused, digest, embed_name_vectors, run_timed
 
 EXTRACT_DIR = "extract"
 WINDOWS_DIR = "windows"
@@ -162,7 +162,8 @@ def assemble(base: Base | None, parts: list[DocumentParts], settings: Settings, 
             vectors.append(matrix if len(rows) == len(all_passages) else matrix[rows])
         sources = [dict(s) for s in base.keep]
         if llm is None:
-            mentions, unsaved = stored_mentions(base.repo, [s["doc_id"] for s in base.keep], passages, settings)
+            with cyclic_gc_paused():  # every document's sentences, as small lists (see cyclic_gc_paused)
+                mentions, unsaved = stored_mentions(base.repo, [s["doc_id"] for s in base.keep], passages, settings)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for part in parts:
         passages.extend(part.passages)
@@ -222,6 +223,12 @@ def document_title(doc: SourceDoc) -> str:
 
 
 def graph_stages(library: Library, base: Base | None, settings: Settings, cache: StageCache, progress, timings, llm=None):
+    """The raw graph, governance, communities and name vectors of the next version."""
+    with cyclic_gc_paused():
+        return _graph_stages(library, base, settings, cache, progress, timings, llm)
+
+
+def _graph_stages(library: Library, base: Base | None, settings: Settings, cache: StageCache, progress, timings, llm=None):
     from .graph.communities import detect_communities
     from .graph.extract_nlp import build_raw_graph, merge_mentions
     from .graph.govern import govern_library

@@ -119,6 +119,9 @@ def test_remove_gives_the_build_without_it(libraries, settings, tmp_path):
         assert graph_of(shrunk, kind) == graph_of(alone, kind), kind
     assert not (repo / "sources" / "b.txt").exists() and not (repo / "windows" / "b.npz").exists()
     assert not any("b:" in pid for e in shrunk.graph("governed").entities for pid in e.passage_ids)
+    # only names the removal changed (a cluster's best name can change with its mentions) are compared again
+    compared = shrunk.manifest["governance"]["names_compared"]
+    assert compared["names_new"] < compared["names"] and compared["pairs_reused"] > 0
 
 
 def test_docs_noop_and_unknown_ids(libraries, parts, tmp_path):
