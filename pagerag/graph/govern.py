@@ -204,13 +204,19 @@ def _merge_name_parts(variants, ambiguous: set[tuple[str, str]], mentions: dict[
         words = core.split()
         by_part[words[0]].add(core)
         by_part[words[-1]].add(core)
+    # each full name's variants (all its titles), found once: scanning every variant for each
+    # one-word name grew with the square of a library's names
+    persons: dict[str, list[list[str]]] = defaultdict(list)
+    for (t, c, _), ids in variants.items():
+        if t == "PERSON":
+            persons[c].append(ids)
     for (typ, core, title), ids in sorted(variants.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
         if typ != "PERSON" or " " in core or (typ, core) in ambiguous or len(by_part.get(core, ())) != 1:
             continue
         full = next(iter(by_part[core]))
         if ("PERSON", full) in ambiguous:
             continue
-        targets = [ids for (t, c, _), ids in variants.items() if t == "PERSON" and c == full]
+        targets = persons.get(full)
         if targets:
             clusters.union(min(min(t) for t in targets), ids[0])
 
