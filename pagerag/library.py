@@ -4,7 +4,8 @@ A library is a repository whose text stages are per document. Each document is c
 embedded (in blocks that never cross a document, so its vectors do not depend on its
 neighbours) and read by spaCy into its own *mention part* (`extract/<doc>.json.gz`: the
 mentions, sentences and triples of that document alone). Everything global is recomputed from
-those parts: the raw graph (build_raw_graph over the parts in document-id order), governance,
+those parts: the raw graph (build_raw_graph over the parts in document-id order), governance
+(whose embedding merge takes the base's similar name pairs from its memo, graph/name_pairs.py),
 communities (Leiden), summaries (reused for every community whose content did not change),
 entity-name vectors (reused by name) and BM25 (rebuilt; it is the cheapest stage). So
 build(A+B), build(A)+add(B) and build(A+B)+remove(B) give the same passages, vectors and

@@ -284,7 +284,8 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
         store.write(f"communities_{kind}", record_columns(graph.communities))
     write_json_atomic(staging / SUMMARY_KEYS, graph_stage.summary_keys)
     if graph_stage.names is not None:
-        save_memo(graph_stage.names, staging / NAME_MEMO)
+        in_tables = {e.name for g in graph_stage.graphs.values() for e in g.entities}
+        save_memo(graph_stage.names, staging / NAME_MEMO, in_tables)
     (staging / "bm25").mkdir(exist_ok=True)
     bm25.save(staging / "bm25")
     if windows is not None:

@@ -8,7 +8,9 @@ alone, so it does not depend on which other rows were multiplied beside it), whi
 build(A) + add(B) equal to build(A+B).
 
 `NameMemo` is what a version keeps (`NAME_MEMO` in its directory): the names compared (type,
-name), their vectors, and the similar pairs among them, for one model and threshold.
+name) and the similar pairs among them with their cosines, for one model and threshold; their
+vectors are those of the version's entity tables (the memo carries only the few, usually none,
+the tables lack: 8.7 MB of a 57 MB 7-book library otherwise).
 """
 from __future__ import annotations
 
@@ -29,11 +31,12 @@ Key = tuple[str, str]  # (type, name)
 @dataclass
 class NameMemo:
     keys: list[Key]
-    vectors: np.ndarray  # float32, one row per key
+    vectors: np.ndarray | None  # float32, one row per key (None when read back: see `carried`)
     pairs: list[tuple[int, int, float]]  # (i, j, cosine), i < j, same type, cosine >= threshold
     threshold: float
     model: str
     stats: dict[str, int] = field(default_factory=dict)  # what computing it cost (not stored)
+    carried: dict[str, np.ndarray] = field(default_factory=dict)  # read back: vectors of names the entity tables lack
 
 
 def exact_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -75,7 +78,7 @@ def name_pairs(keys: list[Key], embed: Callable[[list[str]], np.ndarray], thresh
     if known is not None and (known.threshold != threshold or known.model != model):
         known = None
     old = {k: i for i, k in enumerate(known.keys)} if known is not None else {}
-    vectors = _vectors(keys, embed, known, old)
+    vectors = _vectors(keys, embed, known)
     position = {k: i for i, k in enumerate(keys)}
     pairs: list[tuple[int, int, float]] = []
     if known is not None:  # old x old: unchanged names, unchanged cosines
@@ -102,42 +105,48 @@ def _new_pairs(pairs, keys: list[Key], old: dict[Key, int]) -> int:
     return sum(1 for i, j, _ in pairs if keys[i] not in old or keys[j] not in old)
 
 
-def _vectors(keys: list[Key], embed, known: NameMemo | None, old: dict[Key, int]) -> np.ndarray:
-    """The keys' name vectors: the known ones as the base had them (so its pairs still hold), the
-    others embedded."""
-    out = np.zeros((len(keys), known.vectors.shape[1] if known is not None else 0), np.float32)
-    missing = [i for i, k in enumerate(keys) if k not in old]
-    fresh = np.asarray(embed([keys[i][1] for i in missing]), dtype=np.float32) if missing else None
-    if known is None:
-        if fresh is None:
-            return np.zeros((0, 1), np.float32)
-        return fresh
-    for i, k in enumerate(keys):
-        if k in old:
-            out[i] = known.vectors[old[k]]
-    if fresh is not None:
-        out[missing] = fresh
-    return out
+def _vectors(keys: list[Key], embed, known: NameMemo | None) -> np.ndarray:
+    """The keys' name vectors. A name the base compared has the vector it had there (its pairs
+    hold only for that vector): from the memo, or from `embed`, which a library seeds with the
+    base's entity tables, where the same process stored the same vectors (save_memo keeps only
+    the others)."""
+    have = dict(known.carried) if known is not None else {}
+    if known is not None and known.vectors is not None:
+        have.update(zip((n for _, n in known.keys), known.vectors))
+    missing = sorted({n for _, n in keys if n not in have})
+    if missing:
+        have.update(zip(missing, np.asarray(embed(missing), dtype=np.float32)))
+    if not keys:
+        return np.zeros((0, 1), np.float32)
+    return np.stack([have[n] for _, n in keys]).astype(np.float32, copy=False)
 
 
 # --------------------------------------------------------------------------------------------
 # Kept in the version directory
 
 
-def save_memo(memo: NameMemo, path: Path) -> None:
+def save_memo(memo: NameMemo, path: Path, stored: set[str] = frozenset()) -> None:
+    """The keys, pairs and cosines; vectors only of names not in `stored` (the version's entity
+    tables, which hold the same vectors: a library's cluster names are all there in practice)."""
     pairs = np.asarray([(i, j) for i, j, _ in memo.pairs], dtype=np.int64).reshape(-1, 2)
     sims = np.asarray([s for _, _, s in memo.pairs], dtype=np.float64)
+    extra = [i for i, (_, n) in enumerate(memo.keys) if n not in stored]
+    dim = memo.vectors.shape[1] if memo.vectors is not None else 1
     with open(path, "wb") as fh:
-        np.savez(fh, types=np.asarray([k[0] for k in memo.keys], dtype=str), names=np.asarray([k[1] for k in memo.keys], dtype=str),
-                 vectors=memo.vectors, pairs=pairs, sims=sims, threshold=np.float64(memo.threshold), model=np.asarray(memo.model))
+        np.savez(fh, keys=np.frombuffer("\n".join(f"{t}\t{n}" for t, n in memo.keys).encode("utf-8"), dtype=np.uint8),
+                 extra=np.asarray(extra, dtype=np.int64),
+                 extra_vectors=memo.vectors[extra] if extra else np.zeros((0, dim), np.float32),
+                 pairs=pairs, sims=sims, threshold=np.float64(memo.threshold), model=np.asarray(memo.model))
 
 
 def load_memo(path: Path) -> NameMemo | None:
     """The memo a version kept; None when it has none (built before it) or it cannot be read."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            keys = list(zip(data["types"].tolist(), data["names"].tolist()))
+            text = data["keys"].tobytes().decode("utf-8")
+            keys = [tuple(line.split("\t", 1)) for line in text.split("\n")] if text else []
             pairs = [(int(i), int(j), float(s)) for (i, j), s in zip(data["pairs"].tolist(), data["sims"].tolist())]
-            return NameMemo(keys, data["vectors"].astype(np.float32), pairs, float(data["threshold"]), str(data["model"]))
+            carried = {keys[i][1]: v for i, v in zip(data["extra"].tolist(), data["extra_vectors"].astype(np.float32))}
+            return NameMemo(keys, None, pairs, float(data["threshold"]), str(data["model"]), carried=carried)
     except (OSError, ValueError, KeyError):
         return None
