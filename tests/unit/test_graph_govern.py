@@ -206,3 +206,39 @@ def test_similar_pairs_of_new_rows_are_those_the_whole_matrix_has_with_them():
     assert computed == 100 * 400
     assert sorted(got) == sorted(p for p in whole if p[0] >= 300 or p[1] >= 300)
     assert len(got) == len(set((a, b) for a, b, _ in got)) > 10
+
+
+def test_a_name_memo_read_back_gives_the_pairs_of_a_full_comparison(tmp_path):
+    """A version keeps its names' pairs (and the vectors of names its entity tables lack); the
+    next one, with new names, finds the pairs a comparison of everything finds, computing only
+    new x all of their type."""
+    import numpy as np
+
+    from pagerag.graph.name_pairs import load_memo, name_pairs, save_memo
+
+    rng = np.random.default_rng(2)
+    base_vectors = rng.normal(size=(40, 8)).astype(np.float32)
+    base_vectors[2] = base_vectors[0] + 0.01  # a pair among the old ORG names (even numbers)
+    base_vectors[3] = base_vectors[1] + 0.01  # and one among the PERSON names
+    base_vectors /= np.linalg.norm(base_vectors, axis=1, keepdims=True)
+    table = {f"n{i}": v for i, v in enumerate(base_vectors)}
+    table["new"] = table["n0"] + 0.02  # a new name alike to old ones
+    table["new"] /= np.linalg.norm(table["new"])
+    embedded: list[str] = []
+
+    def embed(names):
+        embedded.extend(names)
+        return np.stack([table[n] for n in names])
+
+    old_keys = sorted((("PERSON" if i % 2 else "ORG"), f"n{i}") for i in range(40))
+    base = name_pairs(old_keys, embed, 0.9, "m")
+    save_memo(base, tmp_path / "memo.npz", stored={n for _, n in old_keys if n != "n5"})  # n5: not in the tables
+    known = load_memo(tmp_path / "memo.npz")
+    assert known.vectors is None and set(known.carried) == {"n5"} and known.pairs == base.pairs
+    keys = sorted(old_keys + [("ORG", "new")])
+    embedded.clear()
+    grown = name_pairs(keys, embed, 0.9, "m", known)
+    assert "n5" not in embedded  # carried by the memo (the others come from the seeded embedder in a library)
+    whole = name_pairs(keys, embed, 0.9, "m")
+    assert grown.pairs == whole.pairs and len(grown.pairs) >= 3 and grown.stats["pairs_reused"] == 2
+    assert grown.stats["names_new"] == 1 and grown.stats["cosines_computed"] == 21  # the new ORG name x 21 ORG names
