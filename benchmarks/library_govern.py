@@ -6,7 +6,13 @@ names in either code). `before`: the code at PYTHONPATH (3d51480), as its add ru
     PYTHONPATH=OLD_CHECKOUT python benchmarks/library_govern.py before LIB BASE
     python benchmarks/library_govern.py after LIB BASE
 LIB: the library after the add; BASE: the library before it (its names make the memo)."""
-import gc, json, resource, sys, time
+from __future__ import annotations
+
+import gc
+import json
+import resource
+import sys
+import time
 from pathlib import Path
 from pagerag.settings import load_settings
 from pagerag.repository import Repository
