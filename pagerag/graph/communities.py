@@ -5,24 +5,50 @@ larger than `max_cluster_size`, giving level-0 communities and finer level-1, 2,
 edge list is sorted and the seed fixed, so a build is deterministic. Entities with no relation get
 a level-0 community of their own. Ids are renumbered by (level, size, first member) so they do not
 depend on the library's internal cluster numbers.
+
+An add or remove (`update_communities`) re-runs Leiden only on the region the change touched: the
+entities that are new or whose weighted edges changed, their neighbours, and every member of the
+previous level-0 communities those belong to (or that lost a member), seeded with the previous
+partition. Every other level-0 community keeps its members, its id and its whole subtree of finer
+communities, so its summary is reused and a question about it reads what it read before.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable
 
 from ..records import Community, Graph
 from ..settings import CommunitySettings
+
+Edges = dict[tuple[str, str], float]
+
+
+@dataclass
+class Partition:
+    """A published version's communities and the weighted edges (`edge_weights`) they were found on."""
+
+    communities: list[Community]
+    edges: Edges
+
+
+def edge_weights(relations: Iterable[tuple[str, str, float]], ids: set[str]) -> Edges:
+    """(a, b) with a < b -> the summed weight of all relations between a and b (no self-loops, no
+    dangling ends, no non-positive weights): what Leiden sees of a graph."""
+    weights: Edges = defaultdict(float)
+    for source, target, weight in relations:
+        if source == target or source not in ids or target not in ids or weight <= 0:
+            continue
+        weights[(min(source, target), max(source, target))] += float(weight)
+    return dict(weights)
 
 
 def weighted_edges(graph: Graph) -> list[tuple[str, str, float]]:
     """Undirected edges (a < b) with the summed weight of all relations between a and b."""
     ids = {e.entity_id for e in graph.entities}
-    weights: dict[tuple[str, str], float] = defaultdict(float)
-    for r in graph.relations:
-        if r.source == r.target or r.source not in ids or r.target not in ids or r.weight <= 0:
-            continue
-        weights[(min(r.source, r.target), max(r.source, r.target))] += float(r.weight)
+    weights = edge_weights(((r.source, r.target, r.weight) for r in graph.relations), ids)
     return [(a, b, w) for (a, b), w in sorted(weights.items())]
 
 
@@ -34,26 +60,31 @@ def _passage_sort_key(passage_id: str) -> list:
 def detect_communities(graph: Graph, settings: CommunitySettings) -> list[Community]:
     """Hierarchical Leiden communities; each carries level, parent, entity ids and the union of
     its members' passage ids."""
-    edges = weighted_edges(graph)
-    # (level, leiden cluster) -> members; leiden cluster -> (level, parent leiden cluster)
+    members, parent_of = _hierarchical_leiden(weighted_edges(graph), settings)
+    clustered = {node for nodes in members.values() for node in nodes}
+    singletons = sorted(e.entity_id for e in graph.entities if e.entity_id not in clustered)
+    return _as_communities(graph, members, parent_of, singletons)
+
+
+def _hierarchical_leiden(edges: list[tuple[str, str, float]], settings: CommunitySettings,
+                         seeds: dict[str, int] | None = None):
+    """(level, leiden cluster) -> members and (level, leiden cluster) -> parent leiden cluster."""
     members: dict[tuple[int, int], list[str]] = defaultdict(list)
     parent_of: dict[tuple[int, int], int | None] = {}
     if edges:
         import graspologic_native as gn
 
         for item in gn.hierarchical_leiden(
-            edges, resolution=settings.resolution, max_cluster_size=settings.max_cluster_size,
-            seed=settings.seed, use_modularity=True, iterations=settings.iterations,
+            edges, starting_communities=seeds, resolution=settings.resolution,
+            max_cluster_size=settings.max_cluster_size, seed=settings.seed, use_modularity=True,
+            iterations=settings.iterations,
         ):
             members[(item.level, item.cluster)].append(item.node)
             parent_of[(item.level, item.cluster)] = item.parent_cluster
-    clustered = {node for nodes in members.values() for node in nodes}
-    singletons = sorted(e.entity_id for e in graph.entities if e.entity_id not in clustered)
-    return _as_communities(graph, members, parent_of, singletons)
+    return members, parent_of
 
 
 def _as_communities(graph: Graph, members, parent_of, singletons: list[str]) -> list[Community]:
-    by_id = {e.entity_id: e for e in graph.entities}
     groups = [(key[0], sorted(nodes), key) for key, nodes in members.items()]
     groups += [(0, [node], None) for node in singletons]
     groups.sort(key=lambda g: (g[0], -len(g[1]), g[1][0]))
@@ -65,11 +96,138 @@ def _as_communities(graph: Graph, members, parent_of, singletons: list[str]) -> 
         counters[level] += 1
         if key is not None:
             new_id[key] = cid
-        passages = sorted({p for n in nodes for p in by_id[n].passage_ids}, key=_passage_sort_key)
-        communities.append(Community(cid, level, None, nodes, passages))
+        communities.append(Community(cid, level, None, nodes, []))
     # Parents are one level up; their ids are known once every level has been numbered.
     for (level, nodes, key), community in zip(groups, communities):
         parent = parent_of.get(key) if key is not None else None
         if parent is not None and level > 0:
             community.parent = new_id.get((level - 1, parent))
+    _set_passages(graph, communities)
     return communities
+
+
+def _set_passages(graph: Graph, communities: list[Community]) -> None:
+    """Each community's passages: the union of its members' (in the graph as it is now)."""
+    by_id = {e.entity_id: e for e in graph.entities}
+    for c in communities:
+        c.passage_ids = sorted({p for n in c.entity_ids for p in by_id[n].passage_ids}, key=_passage_sort_key)
+
+
+# --------------------------------------------------------------------------------------------
+# An add or remove: Leiden again on the touched region only
+
+
+def update_communities(graph: Graph, settings: CommunitySettings,
+                       previous: Partition) -> tuple[list[Community], int]:
+    """The graph's communities after an add or remove, from the previous version's, and how many
+    entities were clustered again: the touched region (`touched_region`) is clustered again,
+    seeded with its previous level-0 communities; every other community is kept with its id,
+    members and parent. When the region is the whole graph (or there was nothing before) this is
+    `detect_communities`, a build's result."""
+    edges = weighted_edges(graph)
+    nodes = {e.entity_id for e in graph.entities}
+    region = touched_region(nodes, {(a, b): w for a, b, w in edges}, previous)
+    if not previous.communities or region >= nodes:
+        return detect_communities(graph, settings), len(nodes)
+    kept, dropped = _split_previous(previous.communities, region, nodes)
+    fresh = _recluster([e for e in edges if e[0] in region and e[1] in region], region, dropped, settings)
+    communities = kept + _name_communities(fresh, dropped, kept)
+    communities.sort(key=lambda c: (c.level, -len(c.entity_ids), c.entity_ids[0]))
+    _set_passages(graph, communities)
+    return communities, len(region)
+
+
+def changed_nodes(nodes: set[str], edges: Edges, previous: Partition) -> set[str]:
+    """Entities that are new or whose weighted edges are not what the previous version's were
+    (either end of an edge that appeared, went or changed weight); removed entities are not in
+    the graph any more, so they are not here, but their neighbours are."""
+    before = {m for c in previous.communities if c.level == 0 for m in c.entity_ids}
+    changed = nodes - before
+    for pair in edges.keys() ^ previous.edges.keys():
+        changed.update(pair)
+    for pair in edges.keys() & previous.edges.keys():
+        if not math.isclose(edges[pair], previous.edges[pair], rel_tol=1e-9):
+            changed.update(pair)
+    return changed & nodes
+
+
+def touched_region(nodes: set[str], edges: Edges, previous: Partition) -> set[str]:
+    """The entities Leiden sees again: the changed ones and their neighbours (a node's best
+    community depends on its neighbours' edges), grown to whole previous level-0 communities (a
+    community is re-clustered whole or kept whole) and to every community that lost a member."""
+    changed = changed_nodes(nodes, edges, previous)
+    touched = set(changed)
+    for a, b in edges:
+        if a in changed:
+            touched.add(b)
+        if b in changed:
+            touched.add(a)
+    region = set(touched)
+    for c in previous.communities:
+        if c.level == 0 and (not touched.isdisjoint(c.entity_ids) or not nodes.issuperset(c.entity_ids)):
+            region.update(m for m in c.entity_ids if m in nodes)
+    return region
+
+
+def _split_previous(communities: list[Community], region: set[str],
+                    nodes: set[str]) -> tuple[list[Community], list[Community]]:
+    """The previous communities outside the region (level-0 ones and their whole subtrees, as
+    fresh records), and those in it or with a member gone (to be replaced). The region holds
+    whole level-0 communities, so a subtree is on one side."""
+    kept, dropped = [], []
+    for c in communities:
+        inside = not region.isdisjoint(c.entity_ids) or not nodes.issuperset(c.entity_ids) or not c.entity_ids
+        (dropped if inside else kept).append(Community(c.community_id, c.level, c.parent, list(c.entity_ids), []))
+    return kept, dropped
+
+
+def _recluster(edges: list[tuple[str, str, float]], region: set[str], dropped: list[Community],
+               settings: CommunitySettings) -> list[tuple[int, list[str], str | None]]:
+    """Hierarchical Leiden on the region's own edges, starting from the region's previous level-0
+    communities (a new entity starts alone). Returns (level, members, parent's key) groups keyed
+    by "level:cluster"; region entities without an edge inside it get a community of their own."""
+    seeds: dict[str, int] = {}
+    for i, c in enumerate(c for c in dropped if c.level == 0):
+        seeds.update((m, i) for m in c.entity_ids)
+    on_edges = {n for a, b, _ in edges for n in (a, b)}
+    start = len(dropped)
+    for n in sorted(on_edges - seeds.keys()):
+        seeds[n] = start
+        start += 1
+    members, parent_of = _hierarchical_leiden(edges, settings, {n: s for n, s in seeds.items() if n in on_edges})
+    groups = [(level, sorted(nodes), f"{level}:{cluster}",
+               None if level == 0 or parent_of.get((level, cluster)) is None else f"{level - 1}:{parent_of[(level, cluster)]}")
+              for (level, cluster), nodes in members.items()]
+    groups += [(0, [n], None, None) for n in sorted(region - on_edges)]
+    return groups
+
+
+def _name_communities(groups, dropped: list[Community], kept: list[Community]) -> list[Community]:
+    """Community records for the region's groups: a group with exactly the members (and level) of
+    a replaced community keeps that id; any other gets the next number of its level, past every
+    id the previous version used (so an id never names two different communities in turn)."""
+    reuse = {(c.level, tuple(sorted(c.entity_ids))): c.community_id for c in dropped}
+    following = _next_numbers(dropped + kept)
+    ids: dict[str, str] = {}
+    out = []
+    for level, nodes, key, parent in sorted(groups, key=lambda g: (g[0], -len(g[1]), g[1][0])):
+        cid = reuse.get((level, tuple(nodes)))
+        if cid is None:
+            cid = f"L{level}-{following[level]:04d}"
+            following[level] += 1
+        if key is not None:
+            ids[key] = cid
+        out.append(Community(cid, level, parent, nodes, []))
+    for c in out:  # parents are named once every level has been
+        c.parent = ids.get(c.parent) if c.parent is not None else None
+    return out
+
+
+def _next_numbers(communities: list[Community]) -> dict[int, int]:
+    """Per level, one past the highest number in the ids "L<level>-<number>" in use."""
+    following: dict[int, int] = defaultdict(int)
+    for c in communities:
+        found = re.fullmatch(r"L(\d+)-(\d+)", c.community_id)
+        if found and int(found.group(1)) == c.level:
+            following[c.level] = max(following[c.level], int(found.group(2)) + 1)
+    return following
