@@ -7,9 +7,9 @@ a level-0 community of their own. Ids are renumbered by (level, size, first memb
 depend on the library's internal cluster numbers.
 
 An add or remove (`update_communities`) re-runs Leiden only on the region the change touched: the
-entities that are new or whose weighted edges changed, their neighbours, and every member of the
-previous level-0 communities those belong to (or that lost a member), seeded with the previous
-partition. Every other level-0 community keeps its members, its id and its whole subtree of finer
+entities that are new or whose weighted edges changed (so a new entity's neighbours too), and
+every member of the previous level-0 communities those belong to (or that lost a member), seeded
+with the previous partition. Every other level-0 community keeps its members, its id and its whole subtree of finer
 communities, so its summary is reused and a question about it reads what it read before.
 """
 from __future__ import annotations
@@ -117,8 +117,8 @@ def _set_passages(graph: Graph, communities: list[Community]) -> None:
 # An add or remove: Leiden again on the touched region only
 
 
-def update_communities(graph: Graph, settings: CommunitySettings,
-                       previous: Partition) -> tuple[list[Community], int]:
+def update_communities(graph: Graph, settings: CommunitySettings, previous: Partition,
+                       hops: int = 0) -> tuple[list[Community], int]:
     """The graph's communities after an add or remove, from the previous version's, and how many
     entities were clustered again: the touched region (`touched_region`) is clustered again,
     seeded with its previous level-0 communities; every other community is kept with its id,
@@ -126,7 +126,7 @@ def update_communities(graph: Graph, settings: CommunitySettings,
     `detect_communities`, a build's result."""
     edges = weighted_edges(graph)
     nodes = {e.entity_id for e in graph.entities}
-    region = touched_region(nodes, {(a, b): w for a, b, w in edges}, previous)
+    region = touched_region(nodes, {(a, b): w for a, b, w in edges}, previous, hops)
     if not previous.communities or region >= nodes:
         return detect_communities(graph, settings), len(nodes)
     kept, dropped = _split_previous(previous.communities, region, nodes)
@@ -151,17 +151,21 @@ def changed_nodes(nodes: set[str], edges: Edges, previous: Partition) -> set[str
     return changed & nodes
 
 
-def touched_region(nodes: set[str], edges: Edges, previous: Partition) -> set[str]:
-    """The entities Leiden sees again: the changed ones and their neighbours (a node's best
-    community depends on its neighbours' edges), grown to whole previous level-0 communities (a
-    community is re-clustered whole or kept whole) and to every community that lost a member."""
-    changed = changed_nodes(nodes, edges, previous)
-    touched = set(changed)
-    for a, b in edges:
-        if a in changed:
-            touched.add(b)
-        if b in changed:
-            touched.add(a)
+def touched_region(nodes: set[str], edges: Edges, previous: Partition, hops: int = 0) -> set[str]:
+    """The entities Leiden sees again: the changed ones (which include every neighbour of a new
+    entity: their edges changed too), `hops` steps of neighbours further, grown to whole previous
+    level-0 communities (a community is re-clustered whole or kept whole) and to every community
+    that lost a member. hops = 0: a neighbour of a changed old entity is not taken in for that
+    alone: an add changes the edges of common nouns ("man", "night"), whose neighbours are most of
+    a library (measured: docs/library.md)."""
+    touched = changed_nodes(nodes, edges, previous)
+    for _ in range(hops):
+        frontier = set(touched)
+        for a, b in edges:
+            if a in frontier:
+                touched.add(b)
+            if b in frontier:
+                touched.add(a)
     region = set(touched)
     for c in previous.communities:
         if c.level == 0 and (not touched.isdisjoint(c.entity_ids) or not nodes.issuperset(c.entity_ids)):
