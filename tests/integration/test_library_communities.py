@@ -181,3 +181,16 @@ def test_modularity_is_close_to_a_full_recompute(grown):
         incremental, full = modularity(graph.communities), modularity(detect_communities(graph, settings))
         print(f"{kind}: modularity incremental {incremental:.4f}, full recompute {full:.4f}")
         assert incremental >= full - MODULARITY_TOLERANCE
+
+
+def test_removing_the_document_again_gives_the_communities_before_it(carol_a_repo, voyaged, tmp_path):
+    """A remove re-clusters the communities that lost members: here only the voyage's, which go."""
+    from pagerag.build import remove_documents
+
+    repo = tmp_path / "voyaged.rag"
+    shutil.copytree(voyaged, repo)
+    remove_documents(["voyage"], repo, load_settings(environ={}), show_progress=False)
+    shrunk, alone = validate_repository(repo), Repository.open(carol_a_repo)
+    for kind in ("governed", "raw"):
+        assert shrunk.graph(kind).communities == alone.graph(kind).communities, kind
+        assert shrunk.manifest["governance"]["communities_reclustered"][kind][0] == 0
