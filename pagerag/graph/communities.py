@@ -126,12 +126,15 @@ def update_communities(graph: Graph, settings: CommunitySettings, previous: Part
     `detect_communities`, a build's result."""
     edges = weighted_edges(graph)
     nodes = {e.entity_id for e in graph.entities}
-    region = touched_region(nodes, {(a, b): w for a, b, w in edges}, previous, hops)
+    weights = {(a, b): w for a, b, w in edges}
+    changed = changed_nodes(nodes, weights, previous)
+    region = _grown(changed, nodes, weights, previous, hops)
     if not previous.communities or region >= nodes:
         return detect_communities(graph, settings), len(nodes)
     kept, dropped = _split_previous(previous.communities, region, nodes)
-    fresh = _recluster([e for e in edges if e[0] in region and e[1] in region], region, dropped, settings)
-    communities = kept + _name_communities(fresh, dropped, kept)
+    inside = [e for e in edges if e[0] in region and e[1] in region]
+    groups, revived = _recluster(inside, region, dropped, changed, settings, sum(w for _, _, w in edges))
+    communities = kept + _name_communities(groups, dropped, kept, revived)
     communities.sort(key=lambda c: (c.level, -len(c.entity_ids), c.entity_ids[0]))
     _set_passages(graph, communities)
     return communities, len(region)
@@ -158,7 +161,11 @@ def touched_region(nodes: set[str], edges: Edges, previous: Partition, hops: int
     that lost a member. hops = 0: a neighbour of a changed old entity is not taken in for that
     alone: an add changes the edges of common nouns ("man", "night"), whose neighbours are most of
     a library (measured: docs/library.md)."""
-    touched = changed_nodes(nodes, edges, previous)
+    return _grown(changed_nodes(nodes, edges, previous), nodes, edges, previous, hops)
+
+
+def _grown(changed: set[str], nodes: set[str], edges: Edges, previous: Partition, hops: int) -> set[str]:
+    touched = set(changed)
     for _ in range(hops):
         frontier = set(touched)
         for a, b in edges:
@@ -185,32 +192,109 @@ def _split_previous(communities: list[Community], region: set[str],
     return kept, dropped
 
 
-def _recluster(edges: list[tuple[str, str, float]], region: set[str], dropped: list[Community],
-               settings: CommunitySettings) -> list[tuple[int, list[str], str | None]]:
-    """Hierarchical Leiden on the region's own edges, starting from the region's previous level-0
-    communities (a new entity starts alone). Returns (level, members, parent's key) groups keyed
-    by "level:cluster"; region entities without an edge inside it get a community of their own."""
-    seeds: dict[str, int] = {}
-    for i, c in enumerate(c for c in dropped if c.level == 0):
-        seeds.update((m, i) for m in c.entity_ids)
+def _recluster(edges: list[tuple[str, str, float]], region: set[str], dropped: list[Community], changed: set[str],
+               settings: CommunitySettings, total: float) -> tuple[list[tuple], list[Community]]:
+    """Leiden on the region's own edges, starting from the region's previous level-0 communities
+    (a new entity starts alone), then the finer levels of every cluster of max_cluster_size or
+    more, as hierarchical Leiden makes them (`_split`). Returns (level, members, key, parent's key)
+    groups and the previous finer communities kept whole inside them (their level-1 parents given
+    as keys); region entities without an edge inside it get a community of their own. `total`:
+    the whole graph's edge weight (see `_flat_leiden`)."""
+    level0 = [c for c in dropped if c.level == 0]
+    tops = _flat_leiden(edges, region, _seeds(region, level0), settings, total)
+    before = {m for c in level0 for m in c.entity_ids}
+    continued = {frozenset(m for m in c.entity_ids if m in region): c for c in level0}
+    groups: list[tuple] = []
+    revived: list[Community] = []
+    for i, members in enumerate(tops):
+        groups.append((0, members, f"0:{i}", None))
+        if len(members) >= settings.max_cluster_size:
+            old = continued.get(frozenset(m for m in members if m in before))
+            more, kept = _split(members, f"0:{i}", old, dropped, changed, edges, settings)
+            groups += more
+            revived += kept
+    return groups, revived
+
+
+def _flat_leiden(edges: list[tuple[str, str, float]], nodes: set[str], seeds: dict[str, int],
+                 settings: CommunitySettings, total: float) -> list[list[str]]:
+    """One Leiden partition of `nodes` (those without an edge alone), from the seeds. Modularity
+    on a part of a graph measures against the part's own weight, which favours smaller
+    communities the smaller the part: the resolution is scaled by part / `total` so that a
+    community is weighed as it would be in the whole (`total`) of which the part was cut."""
     on_edges = {n for a, b, _ in edges for n in (a, b)}
-    start = len(dropped)
-    for n in sorted(on_edges - seeds.keys()):
-        seeds[n] = start
-        start += 1
-    members, parent_of = _hierarchical_leiden(edges, settings, {n: s for n, s in seeds.items() if n in on_edges})
-    groups = [(level, sorted(nodes), f"{level}:{cluster}",
-               None if level == 0 or parent_of.get((level, cluster)) is None else f"{level - 1}:{parent_of[(level, cluster)]}")
-              for (level, cluster), nodes in members.items()]
-    groups += [(0, [n], None, None) for n in sorted(region - on_edges)]
-    return groups
+    clusters: dict[int, list[str]] = defaultdict(list)
+    if edges:
+        import graspologic_native as gn
+
+        part = sum(w for _, _, w in edges)
+        _, labels = gn.leiden(edges, starting_communities={n: seeds[n] for n in on_edges},
+                              resolution=settings.resolution * part / total if total > 0 else settings.resolution,
+                              seed=settings.seed, use_modularity=True, iterations=settings.iterations)
+        for node, cluster in labels.items():
+            clusters[cluster].append(node)
+    return sorted([sorted(m) for m in clusters.values()] + [[n] for n in sorted(nodes - on_edges)])
 
 
-def _name_communities(groups, dropped: list[Community], kept: list[Community]) -> list[Community]:
+def _seeds(nodes: set[str], previous: list[Community]) -> dict[str, int]:
+    """Starting community of each node: the number of its previous community among `previous`,
+    or one of its own (a new entity)."""
+    seeds: dict[str, int] = {}
+    for i, c in enumerate(previous):
+        seeds.update((m, i) for m in c.entity_ids if m in nodes)
+    for n in sorted(nodes - seeds.keys()):
+        seeds[n] = len(previous) + len(seeds)
+    return seeds
+
+
+def _split(members: list[str], key: str, old: Community | None, dropped: list[Community], changed: set[str],
+           edges: list[tuple[str, str, float]], settings: CommunitySettings) -> tuple[list[tuple], list[Community]]:
+    """The finer levels of a level-0 cluster that is large enough to split. When it continues a
+    previous level-0 community (the same previous members, perhaps with new entities), that
+    community's level-1 children with no changed member are kept whole (with their subtrees) and
+    Leiden runs on the rest only, seeded with the rest's previous children; otherwise on the whole
+    cluster, as a build does. Level-1 clusters large enough are split further as a build splits
+    them (hierarchical Leiden on each)."""
+    inside = set(members)
+    whole = [e for e in edges if e[0] in inside and e[1] in inside]
+    children = [c for c in dropped if old is not None and c.parent == old.community_id]
+    kept = [c for c in children if changed.isdisjoint(c.entity_ids) and inside.issuperset(c.entity_ids)]
+    rest = inside - {m for c in kept for m in c.entity_ids}
+    sub = [e for e in whole if e[0] in rest and e[1] in rest]
+    level1 = _flat_leiden(sub, rest, _seeds(rest, [c for c in children if c not in kept]), settings,
+                          sum(w for _, _, w in whole))
+    groups: list[tuple] = []
+    for i, nodes in enumerate(level1):
+        child = f"{key}/{i}"
+        groups.append((1, nodes, child, key))
+        if len(nodes) >= settings.max_cluster_size:
+            found, parent_of = _hierarchical_leiden([e for e in sub if e[0] in nodes and e[1] in nodes], settings)
+            groups += [(level + 2, sorted(n), f"{child}/{level}:{cluster}",
+                        child if level == 0 else f"{child}/{level - 1}:{parent_of[(level, cluster)]}")
+                       for (level, cluster), n in found.items()]
+    revived = _subtrees(kept, dropped)
+    for c in kept:
+        c.parent = key  # named once the cluster is
+    return groups, revived
+
+
+def _subtrees(roots: list[Community], communities: list[Community]) -> list[Community]:
+    """The roots and every community below them."""
+    out, ids = list(roots), {c.community_id for c in roots}
+    for c in sorted(communities, key=lambda c: c.level):
+        if c.parent in ids and c.community_id not in ids:
+            out.append(c)
+            ids.add(c.community_id)
+    return out
+
+
+def _name_communities(groups, dropped: list[Community], kept: list[Community], revived: list[Community]) -> list[Community]:
     """Community records for the region's groups: a group with exactly the members (and level) of
     a replaced community keeps that id; any other gets the next number of its level, past every
-    id the previous version used (so an id never names two different communities in turn)."""
-    reuse = {(c.level, tuple(sorted(c.entity_ids))): c.community_id for c in dropped}
+    id the previous version used (so an id never names two different communities in turn). The
+    revived previous communities keep theirs; those whose parent is a group's key get its id."""
+    revived_ids = {c.community_id for c in revived}
+    reuse = {(c.level, tuple(sorted(c.entity_ids))): c.community_id for c in dropped if c.community_id not in revived_ids}
     following = _next_numbers(dropped + kept)
     ids: dict[str, str] = {}
     out = []
@@ -224,7 +308,9 @@ def _name_communities(groups, dropped: list[Community], kept: list[Community]) -
         out.append(Community(cid, level, parent, nodes, []))
     for c in out:  # parents are named once every level has been
         c.parent = ids.get(c.parent) if c.parent is not None else None
-    return out
+    for c in revived:
+        c.parent = ids.get(c.parent, c.parent)
+    return out + revived
 
 
 def _next_numbers(communities: list[Community]) -> dict[int, int]:

@@ -90,3 +90,23 @@ def test_when_everything_is_touched_it_is_the_build():
     after = groups_graph({"a": 12, "b": 8}, bridges=[("a0", "b0")] + [(f"a{i}", "b1") for i in range(12)])
     communities, region = update_communities(after, SETTINGS, previous)
     assert region == 20 and communities == detect_communities(after, SETTINGS)
+
+
+def test_inside_a_large_community_the_finer_communities_without_a_change_are_kept():
+    """A new entity tied to one member of a split community: the community is clustered again at
+    level 0 (and grows by it), but of its level-1 children only the changed one is made again."""
+    before = groups_graph({"a": 30, "b": 25})
+    previous, old = partition_of(before)
+    after = groups_graph({"a": 30, "b": 25})
+    after.entities.append(Entity("new", "new", "PERSON", ["new"], 1, ["new:0"]))
+    after.relations += [Relation(f"n{i}", "new", "b3", "", "cooccurs", 1.0, ["new:0"], []) for i in range(2)]
+    communities, region = update_communities(after, SETTINGS, previous)
+    assert_valid(after, communities)
+    assert region == 26  # b's level-0 community and the new entity
+    b_children = [c for c in old if c.level == 1 and c.entity_ids[0].startswith("b")]
+    unchanged = [c for c in b_children if "b3" not in c.entity_ids]
+    now = {c.community_id: c for c in communities}
+    assert unchanged and all(now[c.community_id].entity_ids == c.entity_ids for c in unchanged)
+    b_top = next(c for c in communities if c.level == 0 and "b3" in c.entity_ids)
+    assert "new" in b_top.entity_ids and all(now[c.community_id].parent == b_top.community_id for c in unchanged)
+    assert all(c in communities for c in old if c.entity_ids[0].startswith("a"))  # a's whole subtree
