@@ -9,8 +9,10 @@ depend on the library's internal cluster numbers.
 An add or remove (`update_communities`) re-runs Leiden only on the region the change touched: the
 entities that are new or whose weighted edges changed (so a new entity's neighbours too), and
 every member of the previous level-0 communities those belong to (or that lost a member), seeded
-with the previous partition. Every other level-0 community keeps its members, its id and its whole subtree of finer
-communities, so its summary is reused and a question about it reads what it read before.
+with the previous partition. Every other level-0 community keeps its members, its id and its
+whole subtree of finer communities, so its summary is reused and a question about it reads what
+it read before. Inside a re-clustered community that continues a previous one, the previous
+level-1 children with no changed member are kept too; only the rest is split again.
 """
 from __future__ import annotations
 
@@ -122,7 +124,8 @@ def update_communities(graph: Graph, settings: CommunitySettings, previous: Part
     """The graph's communities after an add or remove, from the previous version's, and how many
     entities were clustered again: the touched region (`touched_region`) is clustered again,
     seeded with its previous level-0 communities; every other community is kept with its id,
-    members and parent. When the region is the whole graph (or there was nothing before) this is
+    members and parent, and so are the unchanged level-1 subtrees of a re-clustered community that
+    continues a previous one (`_split`). When the region is the whole graph (or there was nothing before) this is
     `detect_communities`, a build's result."""
     edges = weighted_edges(graph)
     nodes = {e.entity_id for e in graph.entities}
@@ -165,6 +168,7 @@ def touched_region(nodes: set[str], edges: Edges, previous: Partition, hops: int
 
 
 def _grown(changed: set[str], nodes: set[str], edges: Edges, previous: Partition, hops: int) -> set[str]:
+    """touched_region from the changed entities."""
     touched = set(changed)
     for _ in range(hops):
         frontier = set(touched)
@@ -202,15 +206,13 @@ def _recluster(edges: list[tuple[str, str, float]], region: set[str], dropped: l
     the whole graph's edge weight (see `_flat_leiden`)."""
     level0 = [c for c in dropped if c.level == 0]
     tops = _flat_leiden(edges, region, _seeds(region, level0), settings, total)
-    before = {m for c in level0 for m in c.entity_ids}
-    continued = {frozenset(m for m in c.entity_ids if m in region): c for c in level0}
+    level1 = [c for c in dropped if c.level == 1]
     groups: list[tuple] = []
     revived: list[Community] = []
     for i, members in enumerate(tops):
         groups.append((0, members, f"0:{i}", None))
         if len(members) >= settings.max_cluster_size:
-            old = continued.get(frozenset(m for m in members if m in before))
-            more, kept = _split(members, f"0:{i}", old, dropped, changed, edges, settings)
+            more, kept = _split(members, f"0:{i}", level1, dropped, changed, edges, settings)
             groups += more
             revived += kept
     return groups, revived
@@ -247,24 +249,23 @@ def _seeds(nodes: set[str], previous: list[Community]) -> dict[str, int]:
     return seeds
 
 
-def _split(members: list[str], key: str, old: Community | None, dropped: list[Community], changed: set[str],
+def _split(members: list[str], key: str, level1: list[Community], dropped: list[Community], changed: set[str],
            edges: list[tuple[str, str, float]], settings: CommunitySettings) -> tuple[list[tuple], list[Community]]:
-    """The finer levels of a level-0 cluster that is large enough to split. When it continues a
-    previous level-0 community (the same previous members, perhaps with new entities), that
-    community's level-1 children with no changed member are kept whole (with their subtrees) and
-    Leiden runs on the rest only, seeded with the rest's previous children; otherwise on the whole
-    cluster, as a build does. Level-1 clusters large enough are split further as a build splits
-    them (hierarchical Leiden on each)."""
+    """The finer levels of a level-0 cluster large enough to split. Every previous level-1
+    community that lies inside it, smaller than it, with no changed member, is kept whole (with
+    its subtree) as one of its children; Leiden runs on the rest only, seeded with the rest's
+    previous level-1 communities (a build runs it on the whole cluster). Level-1 clusters large
+    enough are split further as a build splits them (hierarchical Leiden on each)."""
     inside = set(members)
     whole = [e for e in edges if e[0] in inside and e[1] in inside]
-    children = [c for c in dropped if old is not None and c.parent == old.community_id]
-    kept = [c for c in children if changed.isdisjoint(c.entity_ids) and inside.issuperset(c.entity_ids)]
+    kept = [c for c in level1 if len(c.entity_ids) < len(inside) and changed.isdisjoint(c.entity_ids)
+            and inside.issuperset(c.entity_ids)]
     rest = inside - {m for c in kept for m in c.entity_ids}
     sub = [e for e in whole if e[0] in rest and e[1] in rest]
-    level1 = _flat_leiden(sub, rest, _seeds(rest, [c for c in children if c not in kept]), settings,
-                          sum(w for _, _, w in whole))
+    clusters = _flat_leiden(sub, rest, _seeds(rest, [c for c in level1 if c not in kept]), settings,
+                            sum(w for _, _, w in whole))
     groups: list[tuple] = []
-    for i, nodes in enumerate(level1):
+    for i, nodes in enumerate(clusters):
         child = f"{key}/{i}"
         groups.append((1, nodes, child, key))
         if len(nodes) >= settings.max_cluster_size:
