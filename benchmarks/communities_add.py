@@ -6,9 +6,10 @@ Each run copies LIB twice into DIR and adds DOC to each with `pagerag add` (a ne
 once with the defaults (community.incremental = true), once with --set community.incremental=false.
 Per add it prints the manifest's stage_seconds `communities` (Leiden, summaries and their content
 keys, for the raw and governed graphs) and `leiden` (of which Leiden, with the base's partition
-read on the incremental path), the entities re-clustered per graph, and, for the last run, the
-modularity (networkx, level-0 communities, weighted) of both results on the same graphs and the
-adjusted mutual information of the base's entities' level-0 communities before and after.
+read on the incremental path), the entities re-clustered per graph and the summaries reused; for
+the last run, the modularity (networkx, level-0 communities, weighted) of both results on the same graphs and the
+adjusted mutual information of the base's entities' level-0 communities before and after, and how
+many communities are the base's (same id, level, parent and members).
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def add(lib: Path, doc: Path, target: Path, incremental: bool) -> dict:
     stages = manifest["stage_seconds"]
     return {"incremental": incremental, "add_s": round(time.perf_counter() - t0, 1),
             "communities_s": stages.get("communities"), "leiden_s": stages.get("leiden"),
-            "reclustered": manifest.get("governance", {}).get("communities_reclustered")}
+            "reclustered": manifest.get("governance", {}).get("communities_reclustered"),
+            "summaries_reused": manifest.get("governance", {}).get("summaries_reused")}
 
 
 def quality(lib: Path, incremental: Path, full: Path) -> dict:
@@ -63,11 +65,17 @@ def quality(lib: Path, incremental: Path, full: Path) -> dict:
                 groups.setdefault(c, set()).add(m)
             return round(nx.community.modularity(g, list(groups.values())), 4)
 
+        def same(repo):  # communities identical to one of the base's: id, level, parent, members
+            old = {(c.community_id, c.level, c.parent, tuple(c.entity_ids)) for c in base.graph(kind).communities}
+            return sum((c.community_id, c.level, c.parent, tuple(c.entity_ids)) in old for c in repo.graph(kind).communities)
+
         before, after_inc, after_full = level0(base), level0(inc), level0(rec)
         old = sorted(set(before) & set(after_inc))
         out[kind] = {"modularity_incremental": modularity(inc), "modularity_full": modularity(rec),
                      "ami_base_vs_incremental": round(adjusted_mutual_info_score([before[n] for n in old], [after_inc[n] for n in old]), 4),
-                     "ami_base_vs_full": round(adjusted_mutual_info_score([before[n] for n in old], [after_full[n] for n in old]), 4)}
+                     "ami_base_vs_full": round(adjusted_mutual_info_score([before[n] for n in old], [after_full[n] for n in old]), 4),
+                     "kept_incremental": [same(inc), len(inc.graph(kind).communities)],
+                     "kept_full": [same(rec), len(rec.graph(kind).communities)]}
     return out
 
 
