@@ -207,15 +207,27 @@ def _recluster(edges: list[tuple[str, str, float]], region: set[str], dropped: l
     level0 = [c for c in dropped if c.level == 0]
     tops = _flat_leiden(edges, region, _seeds(region, level0), settings, total)
     level1 = [c for c in dropped if c.level == 1]
+    inner = _edges_within(tops, edges)
     groups: list[tuple] = []
     revived: list[Community] = []
     for i, members in enumerate(tops):
         groups.append((0, members, f"0:{i}", None))
         if len(members) >= settings.max_cluster_size:
-            more, kept = _split(members, f"0:{i}", level1, dropped, changed, edges, settings)
+            more, kept = _split(members, f"0:{i}", level1, dropped, changed, inner[i], settings)
             groups += more
             revived += kept
     return groups, revived
+
+
+def _edges_within(clusters: list[list[str]], edges: list[tuple[str, str, float]]) -> list[list[tuple[str, str, float]]]:
+    """Per cluster, the edges with both ends in it (one pass over the edges, not one per cluster)."""
+    where = {n: i for i, members in enumerate(clusters) for n in members}
+    out: list[list[tuple[str, str, float]]] = [[] for _ in clusters]
+    for e in edges:
+        i = where.get(e[0])
+        if i is not None and where.get(e[1]) == i:
+            out[i].append(e)
+    return out
 
 
 def _flat_leiden(edges: list[tuple[str, str, float]], nodes: set[str], seeds: dict[str, int],
@@ -224,18 +236,23 @@ def _flat_leiden(edges: list[tuple[str, str, float]], nodes: set[str], seeds: di
     on a part of a graph measures against the part's own weight, which favours smaller
     communities the smaller the part: the resolution is scaled by part / `total` so that a
     community is weighed as it would be in the whole (`total`) of which the part was cut."""
-    on_edges = {n for a, b, _ in edges for n in (a, b)}
+    on_edges = list(dict.fromkeys(n for a, b, _ in edges for n in (a, b)))
     clusters: dict[int, list[str]] = defaultdict(list)
     if edges:
         import graspologic_native as gn
 
+        # starting communities numbered 0..k-1 in order of appearance: with sparse numbers
+        # graspologic-native's leiden gave another partition now and then on the same input
+        # (1 run in 8 on a 413-entity part of the 5-book library), with these it did not
+        numbers: dict[int, int] = {}
+        start = {n: numbers.setdefault(seeds[n], len(numbers)) for n in on_edges}
         part = sum(w for _, _, w in edges)
-        _, labels = gn.leiden(edges, starting_communities={n: seeds[n] for n in on_edges},
+        _, labels = gn.leiden(edges, starting_communities=start,
                               resolution=settings.resolution * part / total if total > 0 else settings.resolution,
                               seed=settings.seed, use_modularity=True, iterations=settings.iterations)
         for node, cluster in labels.items():
             clusters[cluster].append(node)
-    return sorted([sorted(m) for m in clusters.values()] + [[n] for n in sorted(nodes - on_edges)])
+    return sorted([sorted(m) for m in clusters.values()] + [[n] for n in sorted(nodes - set(on_edges))])
 
 
 def _seeds(nodes: set[str], previous: list[Community]) -> dict[str, int]:
@@ -250,14 +267,14 @@ def _seeds(nodes: set[str], previous: list[Community]) -> dict[str, int]:
 
 
 def _split(members: list[str], key: str, level1: list[Community], dropped: list[Community], changed: set[str],
-           edges: list[tuple[str, str, float]], settings: CommunitySettings) -> tuple[list[tuple], list[Community]]:
+           whole: list[tuple[str, str, float]], settings: CommunitySettings) -> tuple[list[tuple], list[Community]]:
     """The finer levels of a level-0 cluster large enough to split. Every previous level-1
     community that lies inside it, smaller than it, with no changed member, is kept whole (with
     its subtree) as one of its children; Leiden runs on the rest only, seeded with the rest's
     previous level-1 communities (a build runs it on the whole cluster). Level-1 clusters large
-    enough are split further as a build splits them (hierarchical Leiden on each)."""
+    enough are split further as a build splits them (hierarchical Leiden on each). `whole`: the
+    cluster's own edges."""
     inside = set(members)
-    whole = [e for e in edges if e[0] in inside and e[1] in inside]
     kept = [c for c in level1 if len(c.entity_ids) < len(inside) and changed.isdisjoint(c.entity_ids)
             and inside.issuperset(c.entity_ids)]
     rest = inside - {m for c in kept for m in c.entity_ids}
@@ -265,11 +282,11 @@ def _split(members: list[str], key: str, level1: list[Community], dropped: list[
     clusters = _flat_leiden(sub, rest, _seeds(rest, [c for c in level1 if c not in kept]), settings,
                             sum(w for _, _, w in whole))
     groups: list[tuple] = []
-    for i, nodes in enumerate(clusters):
+    for i, (nodes, own) in enumerate(zip(clusters, _edges_within(clusters, sub))):
         child = f"{key}/{i}"
         groups.append((1, nodes, child, key))
         if len(nodes) >= settings.max_cluster_size:
-            found, parent_of = _hierarchical_leiden([e for e in sub if e[0] in nodes and e[1] in nodes], settings)
+            found, parent_of = _hierarchical_leiden(own, settings)
             groups += [(level + 2, sorted(n), f"{child}/{level}:{cluster}",
                         child if level == 0 else f"{child}/{level - 1}:{parent_of[(level, cluster)]}")
                        for (level, cluster), n in found.items()]

@@ -110,3 +110,11 @@ def test_inside_a_large_community_the_finer_communities_without_a_change_are_kep
     b_top = next(c for c in communities if c.level == 0 and "b3" in c.entity_ids)
     assert "new" in b_top.entity_ids and all(now[c.community_id].parent == b_top.community_id for c in unchanged)
     assert all(c in communities for c in old if c.entity_ids[0].startswith("a"))  # a's whole subtree
+
+
+def test_an_update_is_deterministic():
+    before = groups_graph({"a": 60, "b": 45, "d": 30}, bridges=[("a1", "b1"), ("b2", "d2")])
+    previous, _ = partition_of(before)
+    after = groups_graph({"a": 60, "b": 47, "d": 30, "c": 25}, bridges=[("a1", "b1"), ("b2", "d2"), ("c0", "a5")])
+    runs = [update_communities(after, SETTINGS, previous) for _ in range(4)]
+    assert all(run == runs[0] for run in runs)
