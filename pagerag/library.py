@@ -30,7 +30,7 @@ import numpy as np
 
 from .errors import InputError
 from .graph.name_pairs import NAME_MEMO, load_memo
-from .records import Graph, Passage, SourceDoc
+from .records import Community, Graph, Passage, SourceDoc
 from .settings import Settings
 from .stages import DocumentParts, MemoEmbedder, StageCache, cyclic_gc_paused, digest, embed_name_vectors, run_timed
 
@@ -230,10 +230,9 @@ def graph_stages(library: Library, base: Base | None, settings: Settings, cache:
 
 
 def _graph_stages(library: Library, base: Base | None, settings: Settings, cache: StageCache, progress, timings, llm=None):
-    from .graph.communities import detect_communities
     from .graph.extract_nlp import build_raw_graph, merge_mentions
     from .graph.govern import govern_library
-    from .graph.summaries import summarise_communities, summary_inputs
+    from .graph.summaries import summary_inputs
     from .index.encoder import get_encoder
     from .stages import GraphStage
 
@@ -261,27 +260,22 @@ def _graph_stages(library: Library, base: Base | None, settings: Settings, cache
     graphs = {"raw": raw, "governed": governed}
     reused = 0
     summary_keys: dict[str, list[str]] = {}
+    # an add or remove keeps the communities it did not touch (Leiden again on the touched region only)
+    incremental = base is not None and settings.community.incremental and same_leiden(base.repo, settings)
     with progress.stage("communities", 2) as advance:
         t0 = time.perf_counter()
+        leiden_seconds = 0.0
         for kind, graph in graphs.items():
-            communities = detect_communities(graph, settings.community)
-            old = previous.get(kind, {})
+            t_leiden = time.perf_counter()
+            communities = _leiden(kind, graph, base.repo if incremental else None, settings, governance)
+            leiden_seconds += time.perf_counter() - t_leiden
             keys = [digest(k) for k in summary_inputs(graph, communities)]
             summary_keys[kind] = keys
-            fresh = [c for c, k in zip(communities, keys) if k not in old]
-            done = {c.community_id: c for c in summarise_communities(graph, fresh, passages, settings.community, embed=embedder.encode)}
-            out = []
-            for i, c in enumerate(communities):
-                if c.community_id in done:
-                    out.append(done[c.community_id])
-                else:
-                    title, summary = old[keys[i]]
-                    c.title, c.summary = title, summary
-                    out.append(c)
-                    reused += 1
-            graph.communities = out
+            graph.communities, n = _summarised(graph, communities, keys, previous.get(kind, {}), passages, settings, embedder)
+            reused += n
             advance(1)
         timings["communities"] = round(time.perf_counter() - t0, 3)
+        timings["leiden"] = round(leiden_seconds, 3)  # of which Leiden (with the base's partition read, on an add)
     governance["summaries_reused"] = reused
     entity_vectors = run_timed(timings, "entity_vectors", lambda: embed_name_vectors(graphs, embedder))
     # the last text of the graph stages: the compiled model (OpenVINO's kernels and buffers) would otherwise sit
@@ -297,6 +291,34 @@ def names_model(settings: Settings) -> str:
     """What the name vectors kept between versions were made by: another model or precision
     and the base's pairs are computed again."""
     return digest(settings.embed.model_dump())
+
+
+def _leiden(kind: str, graph: Graph, base_repo, settings: Settings, report: dict[str, Any]) -> list[Community]:
+    """The graph's communities: updated from the base's partition when given one (and the share
+    of entities clustered again noted in the report), else found afresh."""
+    from .graph.communities import detect_communities, update_communities
+
+    if base_repo is None:
+        return detect_communities(graph, settings.community)
+    communities, region = update_communities(graph, settings.community, previous_partition(base_repo, kind))
+    report.setdefault("communities_reclustered", {})[kind] = [region, len(graph.entities)]
+    return communities
+
+
+def _summarised(graph: Graph, communities: list[Community], keys: list[str], old: dict[str, tuple[str, str]],
+                passages: list[Passage], settings: Settings, embedder: MemoEmbedder) -> tuple[list[Community], int]:
+    """The communities with titles and summaries: the base's for every community whose content key
+    it had, made for the others; and how many were reused."""
+    from .graph.summaries import summarise_communities
+
+    fresh = [c for c, k in zip(communities, keys) if k not in old]
+    done = {c.community_id: c for c in summarise_communities(graph, fresh, passages, settings.community, embed=embedder.encode)}
+    out = []
+    for c, key in zip(communities, keys):
+        if c.community_id not in done:
+            c.title, c.summary = old[key]
+        out.append(done.get(c.community_id, c))
+    return out, len(communities) - len(done)
 
 
 def _llm_graph(passages, settings: Settings, cache: StageCache, progress, timings, llm):
@@ -324,6 +346,30 @@ def _seed_names(embedder: MemoEmbedder, repo) -> None:
             continue
         if vectors is not None and vectors.shape[0] == len(names):
             embedder.remember(names, vectors)
+
+
+LEIDEN_FIELDS = ("seed", "resolution", "max_cluster_size", "iterations")
+
+
+def same_leiden(repo, settings: Settings) -> bool:
+    """Whether the base's communities were found with these Leiden settings: a partition found
+    with others is not one to keep (the add recomputes every community then)."""
+    before = repo.manifest.get("settings", {}).get("community", {})
+    now = settings.community.model_dump()
+    return all(before.get(key) == now[key] for key in LEIDEN_FIELDS)
+
+
+def previous_partition(repo, kind: str):
+    """The base's communities (without their passages, titles and summaries) and the weighted
+    edges Leiden saw (from three columns of its relation table: not the evidence)."""
+    from .graph.communities import Partition, edge_weights
+
+    rows = repo.store.columns(f"communities_{kind}", ["community_id", "level", "parent", "entity_ids"])
+    communities = [Community(*fields) for fields in zip(*(rows[k] for k in ("community_id", "level", "parent", "entity_ids")))]
+    communities.sort(key=lambda c: (c.level, c.community_id))  # the table's order, whatever the store returns
+    ids = {m for c in communities for m in c.entity_ids}
+    relations = repo.store.columns(f"relations_{kind}", ["source", "target", "weight"])
+    return Partition(communities, edge_weights(zip(relations["source"], relations["target"], relations["weight"]), ids))
 
 
 SUMMARY_KEYS = "community_keys.json"  # per graph kind, the content key of each community, in table order

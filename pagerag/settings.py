@@ -139,6 +139,11 @@ class CommunitySettings(_Section):
     resolution: float = Field(1.0, gt=0.0, description="Leiden resolution.")
     max_cluster_size: int = Field(40, ge=2, description="Communities larger than this are split into a next level.")
     iterations: int = Field(1, ge=1, description="Leiden passes (each starts from the previous partition).")
+    incremental: bool = Field(
+        True, description="An add or remove re-runs Leiden only on the region it touched (new or changed entities, "
+        "their neighbours and their previous level-0 communities, seeded with those); every other community keeps "
+        "its id, members and summary. Off = recompute every community, as a build does."
+    )
     summary_sentences: int = Field(3, ge=1, description="Representative sentences in an extractive community summary.")
     summary_embed: bool = Field(
         False, description="Re-rank a community's best-covering sentences by closeness to their embedding centroid "
