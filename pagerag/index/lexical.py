@@ -144,7 +144,8 @@ class ShardedBM25:
             tf.append(shard["tf"])
             lengths[global_rows] = shard["lengths"]
         terms, rows, tf = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in (terms, rows, tf))
-        order = np.lexsort((rows, terms))  # term-major, rows ascending (as bm25s's CSC)
+        # grouped by term; the order of rows within a term is free (each row once in a term's sum)
+        order = np.argsort(terms, kind="stable")
         indptr = np.searchsorted(terms[order], np.arange(len(vocab) + 1))
         return cls(vocab, indptr, rows[order], tf[order].astype(np.float32), lengths)
 
