@@ -8,8 +8,8 @@ Layout under the prefix (every object but LATEST and the leases is written once 
     leases/<kind>/<id>      who is reading a version (read-<n>), publishing (write) or collecting (gc)
 
 A writer (build, add, remove) works on a local copy of the latest version, uploads the blobs the
-new version adds (an add uploads its documents' files, the new LanceDB fragments and manifests,
-and the rewritten graph tables and BM25; never the unchanged rest), then versions/<n+1>.json
+new version adds (an add uploads its documents' files and BM25 shards, the new LanceDB fragments
+and manifests, and the rewritten graph tables; never the unchanged rest), then versions/<n+1>.json
 (`If-None-Match: *`: never over another writer's), and only then swaps LATEST from n to n+1 with
 `If-Match` on the ETag it read (first version: `If-None-Match: *`). So a reader, which reads
 LATEST, then the version file, then its blobs, sees a whole version, the old one or the new one:

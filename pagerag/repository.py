@@ -8,7 +8,9 @@
                            repository built before it existed has none: no page, no section
       tables/              LanceDB: passages (+vectors), entities_/relations_/communities_
                            {governed,raw} (+ entity vectors); provenance lives in passage_ids
-      bm25/                bm25s index; document i = passage row i
+      lexical/<doc>.npz    BM25: each document's passages' term counts (format 2 on; scored
+                           together as one bm25s index at query time, index.lexical)
+      bm25/                format 1 only: one bm25s index; document i = passage row i
 
 A build writes everything into a staging directory beside R, validates it, and only then swaps it
 in (renameat2 RENAME_EXCHANGE on Linux), so an interrupted or failed build leaves R untouched.
@@ -23,7 +25,6 @@ import functools
 import json
 import os
 import shutil
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,11 @@ import numpy as np
 
 from .errors import RepositoryError
 from .graph.provenance import provenance_problems
-from .records import PLACE_FIELDS, Community, Entity, Graph, Passage, Relation, SourceDoc, set_place
+from .records import Community, Entity, Graph, Passage, Relation, set_place
 from .structure import Structure
 
-FORMAT_VERSION = 1
+# 2: BM25 as one shard per document in lexical/ (1: one bm25s index in bm25/, still read)
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 STRUCTURE_SUFFIX = ".structure.json"
 GRAPH_KINDS = ("governed", "raw")
@@ -76,7 +78,7 @@ class Repository:
                 f"(this one reads format {FORMAT_VERSION}); upgrade pagerag or rebuild"
             )
         root = pinned.root if pinned else path
-        for part in ("tables", "bm25", "sources"):
+        for part in ("tables", "sources", "bm25" if version < 2 else "lexical"):
             if not (root / part).is_dir():
                 raise RepositoryError(f"{path}: repository is incomplete ('{part}/' is missing); rebuild it")
         return cls(path, manifest, pinned)
@@ -105,9 +107,15 @@ class Repository:
 
     @functools.cached_property
     def bm25(self):
-        from .index.lexical import BM25Index
+        """The lexical index: the documents' BM25 shards, or a format-1 repository's one bm25s index."""
+        from .index.lexical import LEXICAL_DIR, BM25Index, ShardedBM25
 
-        return BM25Index.load(self.root / "bm25")
+        if not (self.root / LEXICAL_DIR).is_dir():
+            return BM25Index.load(self.root / "bm25")
+        try:
+            return ShardedBM25.load(self.root / LEXICAL_DIR, [p.doc_id for p in self.passages])
+        except (OSError, ValueError) as exc:  # a shard missing, unreadable or of another length
+            raise RepositoryError(f"{self.path}: the BM25 shards do not match the passages ({exc})") from None
 
     def graph(self, kind: str = "governed") -> Graph:
         if kind not in GRAPH_KINDS:
@@ -245,39 +253,6 @@ def read_manifest(path: Path, root: Path | None = None) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------------------------
 # Writing
-
-
-def write_repository(
-    staging: Path,
-    docs: list[SourceDoc],
-    passages: list[Passage],
-    passage_vectors: np.ndarray,
-    bm25,
-    graphs: dict[str, Graph],
-    entity_vectors: dict[str, np.ndarray],
-    manifest: dict[str, Any],
-) -> None:
-    """Write a complete repository into `staging` (which must not be the published path)."""
-    from .index.store import open_store
-
-    (staging / "sources").mkdir(parents=True, exist_ok=True)
-    for doc in docs:
-        (staging / "sources" / f"{doc.doc_id}.txt").write_text(doc.text, encoding="utf-8")
-        (staging / "sources" / f"{doc.doc_id}{STRUCTURE_SUFFIX}").write_text(
-            json.dumps(doc.structure.to_dict(), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-    store = open_store(STORE_BACKEND, staging / "tables")
-    # page and section live in the structure map only (one truth; the table keeps its columns)
-    rows = [{k: v for k, v in asdict(p).items() if k not in PLACE_FIELDS} for p in passages]
-    store.write("passages", rows, passage_vectors)
-    for kind in GRAPH_KINDS:
-        graph = graphs[kind]
-        store.write(f"entities_{kind}", [asdict(e) for e in graph.entities], entity_vectors.get(kind))
-        store.write(f"relations_{kind}", [asdict(r) for r in graph.relations])
-        store.write(f"communities_{kind}", [asdict(c) for c in graph.communities])
-    (staging / "bm25").mkdir(exist_ok=True)
-    bm25.save(staging / "bm25")
-    manifest = {"format_version": FORMAT_VERSION, "store": STORE_BACKEND, **manifest}
-    write_json_atomic(staging / MANIFEST, manifest)  # last: a staging dir without it is incomplete
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -163,7 +163,6 @@ def _skip_known(docs, base: Base, notes: list[str]):
 
 def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache: StageCache, timings, started, llm,
                   show_progress, on_progress, executor, ray_address) -> BuildReport:
-    from .index.lexical import BM25Index
     from .index.exported import give_back_free_heap
     from .repository import publish, staging_dir, validate_repository
 
@@ -174,20 +173,15 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
             library = assemble(base, parts, settings, llm)
             if not library.passages:
                 raise InputError(f"{repo}: that would leave the library without documents (remove the directory instead)")
-            with progress.stage("index", 1) as advance:
-                t_index = time.perf_counter()
-                bm25 = BM25Index.build([p.text for p in library.passages])
-                timings["index"] = round(time.perf_counter() - t_index, 3)
-                advance(1)
             # the new documents' windows came with their passage vectors (one embedding pass)
             table = merge_windows([p.windows for p in parts]) if parts and settings.embed.windows else None
             graph_stage = graph_stages(library, base, settings, cache, progress, timings, llm)
             t0 = time.perf_counter()
             with progress.stage("publish", 3) as advance:
                 manifest = make_manifest(base, library, graph_stage, settings, timings, started, llm, table)
-                write_version(staging, base, library, bm25, graph_stage, table, manifest, settings)
+                write_version(staging, base, library, graph_stage, table, manifest, settings)
                 added, new_docs = sorted(library.docs), None if base is None else set(library.docs)
-                del library, graph_stage, bm25, table, parts  # written: validation reads them back from disk
+                del library, graph_stage, table, parts  # written: validation reads them back from disk
                 gc.collect()
                 give_back_free_heap()  # what they held, back to the system before validation reads the tables
                 advance(1)
@@ -231,7 +225,7 @@ def extraction_llm(settings: Settings):
 # Writing a version
 
 
-def write_version(staging: Path, base: Base | None, library: Library, bm25, graph_stage, windows, manifest, settings) -> None:
+def write_version(staging: Path, base: Base | None, library: Library, graph_stage, windows, manifest, settings) -> None:
     """The next version in `staging`: the base's unchanged files hard-linked, the rest written."""
     from .graph.extract_nlp import mentions_to_dict
     from .graph.name_pairs import NAME_MEMO, save_memo
@@ -286,11 +280,33 @@ def write_version(staging: Path, base: Base | None, library: Library, bm25, grap
     if graph_stage.names is not None:
         in_tables = {e.name for g in graph_stage.graphs.values() for e in g.entities}
         save_memo(graph_stage.names, staging / NAME_MEMO, in_tables)
-    (staging / "bm25").mkdir(exist_ok=True)
-    bm25.save(staging / "bm25")
+    t_index = time.perf_counter()
+    manifest["lexical"] = {"shards": "per document", "tokenized": write_lexical(staging, base, library, kept)}
+    manifest["stage_seconds"]["index"] = round(time.perf_counter() - t_index, 3)
     if windows is not None:
         windows.write(staging)
     write_json_atomic(staging / MANIFEST, manifest)  # last: a staging dir without it is incomplete
+
+
+def write_lexical(staging: Path, base: Base | None, library: Library, kept: list[str]) -> list[str]:
+    """Each document's BM25 shard: a kept document's linked from the base, the others' (the new
+    documents', and every document's when the base predates shards) tokenized; returns those."""
+    from .index.lexical import LEXICAL_DIR, save_shard
+
+    folder = staging / LEXICAL_DIR
+    folder.mkdir(exist_ok=True)
+    texts: dict[str, list[str]] = {}
+    for p in library.passages:  # in row order: a shard's passage k is its document's k-th row
+        texts.setdefault(p.doc_id, []).append(p.text)
+    made = []
+    for doc_id, doc_texts in texts.items():
+        old = base.repo.root / LEXICAL_DIR / f"{doc_id}.npz" if base is not None else None
+        if doc_id in kept and old is not None and old.is_file():
+            _link(old, folder / old.name)
+        else:
+            save_shard(folder / f"{doc_id}.npz", doc_texts)
+            made.append(doc_id)
+    return made
 
 
 def record_columns(records, leave=()) -> dict[str, list[Any]]:

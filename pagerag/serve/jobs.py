@@ -30,7 +30,7 @@ from .errors import ApiError, one_line
 log = logging.getLogger("pagerag.serve")
 
 # Rough share of a build's time per stage (from the build table in docs/benchmarks.md), for one overall bar.
-STAGE_WEIGHTS = {"chunk": 1, "embed": 50, "index": 1, "extract": 20, "govern": 10, "communities": 3, "publish": 5}
+STAGE_WEIGHTS = {"chunk": 1, "embed": 50, "extract": 20, "govern": 10, "communities": 3, "publish": 5}
 FINAL = ("done", "failed", "cancelled")
 KEEP_FINISHED = 100
 RETRY_AFTER_S = 60  # a small build takes about this long on two busy cores

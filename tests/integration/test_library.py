@@ -283,3 +283,85 @@ def test_an_add_writes_its_version_without_the_encoder_held(parts, settings, car
     add_documents([parts["b"]], repo, settings, show_progress=False, on_progress=watch)
     assert loaded_at["communities"] is True  # compiled again for the new entity names
     assert loaded_at["publish"] is False
+
+
+# --------------------------------------------------------------------------------------------
+# The lexical index: appended by an add, not rebuilt; a full rebuild's results all the same
+
+LEXICAL_QUESTIONS = ("Who is Marley?", "What did the ghost say about the chain?", "Scrooge counting-house clerk",
+                     "Why was Scrooge afraid of the spirit?", "Christmas dinner goose pudding", "door-nail")
+
+
+def lexical_hits(repo: Repository, k: int = 10) -> dict[str, list[tuple[str, float]]]:
+    """Each question's BM25 top k as (passage id, score)."""
+    out = {}
+    for question in LEXICAL_QUESTIONS:
+        rows, scores = repo.bm25.search(question, k)
+        out[question] = [(repo.passages[int(r)].passage_id, float(s)) for r, s in zip(rows, scores)]
+    return out
+
+
+def assert_same_hits(x: dict, y: dict) -> None:
+    assert x.keys() == y.keys()
+    for question in x:
+        assert [h[0] for h in x[question]] == [h[0] for h in y[question]], question
+        assert np.allclose([h[1] for h in x[question]], [h[1] for h in y[question]], rtol=0, atol=1e-5), question
+
+
+def test_an_add_appends_to_the_lexical_index(libraries):
+    """build(A) + add(B): the add tokenized only B (A's shard is the build's file, linked), and
+    every question's BM25 hits and scores are build(A+B)'s."""
+    from pagerag.index.lexical import ShardedBM25
+
+    whole, grown = Repository.open(libraries["ab"]), Repository.open(libraries["a_then_b"])
+    assert isinstance(grown.bm25, ShardedBM25) and not (libraries["a_then_b"] / "bm25").exists()
+    assert grown.manifest["lexical"]["tokenized"] == ["b"] and whole.manifest["lexical"]["tokenized"] == ["a", "b"]
+    assert grown.bm25.n_docs == len(grown.passages)
+    hits = lexical_hits(grown)
+    assert any(hit[0].startswith("b:") for found in hits.values() for hit in found)  # B's passages are found
+    assert_same_hits(hits, lexical_hits(whole))
+
+
+def test_a_remove_drops_its_passages_from_the_lexical_index(libraries, settings, tmp_path):
+    from pagerag.build import remove_documents
+
+    repo = tmp_path / "ab.rag"
+    shutil.copytree(libraries["ab"], repo)
+    remove_documents(["b"], repo, settings, show_progress=False)
+    shrunk = validate_repository(repo)
+    assert not (repo / "lexical" / "b.npz").exists() and shrunk.manifest["lexical"]["tokenized"] == []
+    assert_same_hits(lexical_hits(shrunk), lexical_hits(Repository.open(libraries["a"])))
+
+
+def make_format_1(repo: Path) -> None:
+    """What a repository written before the BM25 shards looks like: one bm25s index over all
+    passages in bm25/, no lexical/, format 1."""
+    from pagerag.index.lexical import BM25Index
+
+    BM25Index.build([p.text for p in Repository.open(repo).passages]).save(repo / "bm25")
+    shutil.rmtree(repo / "lexical")
+    manifest = json.loads((repo / "manifest.json").read_text())
+    manifest["format_version"] = 1
+    manifest.pop("lexical")
+    (repo / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_an_old_format_repository_answers_and_grows(libraries, parts, settings, tmp_path):
+    """A format-1 repository (bm25/) opens and answers with its bm25s index, the scores the
+    shards give; an add makes every document's shard, and the build of both's lexical results."""
+    from pagerag.api import PageRAG
+    from pagerag.build import add_documents
+    from pagerag.index.lexical import BM25Index, ShardedBM25
+
+    old = tmp_path / "old.rag"
+    shutil.copytree(libraries["a"], old)
+    make_format_1(old)
+    opened = validate_repository(old)
+    assert isinstance(opened.bm25, BM25Index)
+    assert_same_hits(lexical_hits(opened), lexical_hits(Repository.open(libraries["a"])))
+    assert PageRAG(old, settings=settings).retrieve("Who is Marley?").evidence
+    add_documents([parts["b"]], old, settings, show_progress=False)
+    grown = validate_repository(old)
+    assert isinstance(grown.bm25, ShardedBM25) and not (old / "bm25").exists()
+    assert grown.manifest["format_version"] == 2 and grown.manifest["lexical"]["tokenized"] == ["a", "b"]
+    assert_same_hits(lexical_hits(grown), lexical_hits(Repository.open(libraries["ab"])))
