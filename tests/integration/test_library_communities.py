@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 OTHER_BOOK_CHARS = 20_000  # ~3.5k words: a document with no character of the Carol in it
 GLOBAL = "What are the main themes of the story as a whole?"
-OTHER_GLOBAL = ["How does Scrooge change over the course of the story?", "What is the story about?"]
+OTHER_GLOBAL = ["How does the main character change from the beginning of the story to its end?", "What is the story about?"]
 VOYAGE = """The Voyage of the Quillon
 
 Captain Ysolde Varnakai commanded the airship Quillon above the salt flats of Tessivar. Her navigator, Orrin
@@ -144,7 +144,7 @@ def test_an_add_sharing_no_entity_keeps_every_community(carol_a_repo, voyaged):
 def test_a_global_question_about_the_old_document_reads_what_it_read(carol_a_repo, voyaged):
     """The same community hints for global questions about the Carol, and the same evidence: the
     whole pipeline's for GLOBAL, the community operator's alone for the others (the text operator
-    may find the voyage's "course" for "over the course of the story": not the communities' doing)."""
+    may find the voyage's words for the others' common ones: not the communities' doing)."""
     from pagerag.api import PageRAG
 
     settings = load_settings(environ={})
