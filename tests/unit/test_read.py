@@ -2,12 +2,14 @@
 the test writes, and a damaged model refused with one line."""
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
 import sys
 
 import pytest
+from helpers.network import ConnectionRecorder
 
 from pagerag.errors import PageRAGError
 from pagerag.read import Passage, Reader, around, forget_readers, packaged_reader
@@ -64,6 +66,36 @@ def test_the_packaged_reader_loads_offline_and_reads_which_sentence_states_the_a
     assert states.p > names_only.p
     assert states.span is not None and "forty guineas" in STATES[states.span[0]: states.span[1]]
     assert states.margin > names_only.margin
+
+
+def test_onnx_runtime_does_not_phone_home_once_pagerag_is_imported():
+    """ONNX Runtime's own C++ code sends usage events to Microsoft's collector a few seconds after
+    an inference session opens (no Python socket is involved, so the monkeypatch above cannot see
+    it). Two fresh processes read with the packaged reader behind a recording proxy for 12 s:
+    with pagerag's default nothing arrives; the control, which turns the events back on, shows the
+    recorder would have caught them."""
+    code = ("import time\n"
+            "from pagerag.read import Passage, packaged_reader\n"
+            f"packaged_reader().read({QUESTION!r}, [Passage({STATES!r})])\n"
+            "time.sleep(12)\n")
+    with ConnectionRecorder() as quiet, ConnectionRecorder() as control:
+        children = [subprocess.Popen([sys.executable, "-c", code], env=_behind_proxy(recorder.url, events),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                    for recorder, events in ((quiet, None), (control, "0"))]
+        errors = [child.communicate(timeout=300)[1] for child in children]
+        assert [child.returncode for child in children] == [0, 0], errors
+    assert quiet.seen == []
+    assert any(b"events.data.microsoft.com" in seen for seen in control.seen), control.seen
+
+
+def _behind_proxy(proxy: str, telemetry: str | None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key != "ORT_DISABLE_TELEMETRY"}
+    env.update({name: proxy for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY",
+                                         "https_proxy", "http_proxy", "all_proxy")})
+    env.update(NO_PROXY="", no_proxy="")
+    if telemetry is not None:
+        env["ORT_DISABLE_TELEMETRY"] = telemetry
+    return env
 
 
 def test_a_damaged_model_is_refused_with_one_line(tmp_path):
