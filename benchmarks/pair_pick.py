@@ -179,7 +179,8 @@ def figures(recs, key: str, how: str, scored_answer: bool) -> dict:
         says.append(s)
         silent.append(n)
         # the pick's answer: the sentence picked in the window the score rests on
-        right.append(lenient_by_recall(r["says"][at]["picked"], r["answers"]) if scored_answer else True)
+        answer = r["says"][at].get("span", r["says"][at]["picked"])
+        right.append(lenient_by_recall(answer, r["answers"]) if scored_answer else True)
         books.append(r["book"])
     says, silent, right, books = map(np.array, (says, silent, right, books))
 
@@ -211,8 +212,26 @@ def figures(recs, key: str, how: str, scored_answer: bool) -> dict:
             "says_higher": float((says > silent).mean()), "pick_right_on_says": right.mean()}
 
 
+def with_neighbours(recs: list[dict], sample: Path, k: int) -> None:
+    """Each says-side reading's answer widened to the picked sentence and its k neighbours on
+    each side in its excerpt (the units recomputed from the sample's excerpt text)."""
+    from pagerag.evaluate.llm_calibration import read_sample
+
+    rows = {row["pair"]: row for row in read_sample(sample)}
+    for r in recs:
+        for reading, excerpt in zip(r["says"], rows[r["pair"]]["says"]):
+            units = units_of(excerpt["text"])
+            if reading["pick"] and units[reading["pick"] - 1] != reading["picked"]:
+                raise SystemExit(f"{r['pair']}: the sample's excerpt is not the one the run read")
+            at = reading["pick"] - 1
+            reading["span"] = " ".join(units[max(0, at - k): at + k + 1]) if reading["pick"] else ""
+
+
 def report(args) -> None:
     recs = [json.loads(l) for l in Path(args.out).read_text().splitlines()]
+    if args.neighbours:
+        with_neighbours(recs, Path(args.sample), args.neighbours)
+        print(f"answer: the picked sentence and {args.neighbours} neighbour(s) on each side")
     print(f"{len(recs)} pairs, {len({r['book'] for r in recs})} books; median {np.median([r['seconds'] for r in recs]):.1f} s a pair")
     print("| score | right where says (answer) | refused where not | both | AUC sides | says higher | pick right on says |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -238,6 +257,8 @@ def main() -> None:
     r.add_argument("--out", required=True)
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
+    p.add_argument("--sample", default=str(SAMPLE))
+    p.add_argument("--neighbours", type=int, default=0, help="answer = the pick and this many sentences either side")
     n = sub.add_parser("null", help="add the control reading to a run made without it")
     n.add_argument("--out", required=True)
     args = ap.parse_args()

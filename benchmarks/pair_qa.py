@@ -107,7 +107,7 @@ def side_row(system: str, pair: Pair, side: str, answer, started: float) -> dict
     says = side == pair.says
     answered = answer.decision == "answered"
     return {"system": system, "pair": pair.id, "book": pair.book, "kind": pair.kind, "side": side, "says": says,
-            "decision": answer.decision, "reason": answer.reason, "answer": answer.answer[:400],
+            "decision": answer.decision, "label": answer.label, "reason": answer.reason, "answer": answer.answer[:400],
             "strict": bool(says and answered and strict_match(answer.answer, pair.answers)),
             "lenient": bool(says and answered and lenient_by_recall(answer.answer, pair.answers)),
             "p": answer.verdict.score if answer.verdict else None, "rcs": answer.rcs,

@@ -332,6 +332,10 @@ LOW_CONFIDENCE = "low_retrieval_confidence"
 INSUFFICIENT = "insufficient_evidence"
 UNSUPPORTED = "unsupported_answer"
 REFUSAL_REASONS = (LOW_CONFIDENCE, INSUFFICIENT, UNSUPPORTED)
+# what an answer is: one the policy checked, or (offline, generate.offline = closest) the passage
+# the reader ranks closest, which nothing could check answers the question
+CHECKED, CLOSEST = "answer", "closest_passage"
+CLOSEST_CAVEAT = "offline, the reader cannot check that it answers the question"
 
 
 @dataclass
@@ -416,6 +420,7 @@ class Answer:
     # quote was found in the excerpt (generate.window_judge); empty without an LLM
     judged: list[dict[str, Any]] = field(default_factory=list)
     escalated: bool = False
+    label: str = CHECKED  # CHECKED, or CLOSEST: shown as the closest passage, not as an answer
     backend: str = "extractive"
     pipeline: str = "full"
     costs: dict[str, StageCost] = field(default_factory=dict)
@@ -424,6 +429,23 @@ class Answer:
     @property
     def answered(self) -> bool:
         return self.decision == "answered"
+
+    @property
+    def closest(self) -> bool:
+        return self.answered and self.label == CLOSEST
+
+    @property
+    def confidence(self) -> float | None:
+        """P(the evidence supports an answer), as the decision computed it (None when skipped)."""
+        return self.verdict.score if self.verdict is not None else None
+
+    @property
+    def caveat(self) -> str:
+        """Why a closest passage is not an answer, with its P(sufficient); "" for a checked answer."""
+        if not self.closest:
+            return ""
+        p = self.confidence
+        return CLOSEST_CAVEAT + (f"; P(sufficient) {p:.2f}" if p is not None else "")
 
     @property
     def tokens(self) -> dict[str, dict[str, int]]:
@@ -441,6 +463,8 @@ class Answer:
         return {
             "question": self.question,
             "decision": self.decision,
+            "label": self.label,
+            "caveat": self.caveat,
             "answer": self.answer,
             "reason": self.reason,
             "citations": [c.to_dict() for c in self.citations],

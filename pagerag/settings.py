@@ -243,6 +243,12 @@ class GenerateSettings(_Section):
     escalate: bool = Field(
         True, description="When RCS < tau, widen the route once (all allowed operators, 1.5x budget) and re-score before refusing."
     )
+    offline: Literal["closest", "decide"] = Field(
+        "closest", description="Without an LLM: closest = the reader's best passage is shown labelled as the closest "
+        "passage, with its P(sufficient), and not as a checked answer (the offline reader cannot tell a book that "
+        "states the answer from one that does not: at chance on pairs, docs/pairs.md); only the RCS gate and an "
+        "empty retrieval refuse. decide = the sufficiency model's threshold refuses, and what passes is an answer."
+    )
     judge: Literal["auto", "model"] = Field(
         "auto", description="Sufficiency with an LLM: auto = the LLM reads the best `judge_windows` excerpts one at a "
         "time and gives P(it states the answer) for each; the answer comes only from an excerpt judged to state it, "

@@ -139,7 +139,8 @@ def format_answer(answer) -> str:
 
     lines: list[str] = []
     if answer.answered:
-        lines.append(f"Answer: {answer.answer}")
+        heading = f"Closest passage ({answer.caveat})" if answer.closest else "Answer"
+        lines.append(f"{heading}: {answer.answer}")
         if answer.citations:
             lines.append("")
         for c in answer.citations:

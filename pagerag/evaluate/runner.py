@@ -275,7 +275,8 @@ def _row(pipeline: str, task: EvalTask, item: QAItem, answer: dict[str, Any], sc
     row = {
         "pipeline": pipeline, "dataset": task.dataset, "id": item.id, "type": item.type, "answerable": item.answerable,
         "question": item.question, "gold": item.answers[:1],
-        "decision": answer["decision"], "reason": answer.get("reason"), "answer": answer.get("answer", ""),
+        "decision": answer["decision"], "label": answer.get("label", "answer"), "reason": answer.get("reason"),
+        "answer": answer.get("answer", ""),
         "citations": [{k: c.get(k) for k in ("passage_id", "file", "start", "end", "line", "page", "page_label",
                                              "section", "quote")}
                       for c in answer.get("citations", [])],

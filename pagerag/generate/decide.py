@@ -13,6 +13,9 @@
        quoted) or prompts/answer over the excerpts the reader ranks first; every [n] must name an
        excerpt; an answer whose names and numbers its cited excerpts do not state, or whose words
        they do not bear out, -> refuse `unsupported_answer`.
+Offline (no LLM), `generate.offline = closest` (the default): step 2's P is reported, not used to
+refuse, and the answer is labelled the closest passage (`Answer.label`): the reader is at chance on
+pairs, so it may not present a passage as a checked answer (docs/pairs.md).
 `generate.evidence_constraint = false` (the no-evidence-constraint ablation) skips 1 and 2, and
 the answer prompt then offers the model no way out; `generate.rcs_gate = off` skips the gate's
 refusal (the RCS is still computed: the sufficiency model reads it).
@@ -30,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from ..llm import LLM, charged
-from ..records import INSUFFICIENT, LOW_CONFIDENCE, UNSUPPORTED, Answer, StageCost, Verdict
+from ..records import CLOSEST, INSUFFICIENT, LOW_CONFIDENCE, UNSUPPORTED, Answer, StageCost, Verdict
 from ..settings import Settings
 from .answer import answer_support, check_citations, llm_answer, recite, ungrounded
 from .context import build_excerpts, fold_space, graph_context
@@ -115,12 +118,20 @@ def ask(question: str, pipe: Session, exclude: set[str] | None = None, docs: lis
         with _Timer(costs, "judge"):
             verdict = _sufficiency(retrieval, reading, gate, pipe)
         answer.verdict = verdict
-        if not verdict.sufficient:
+        if not verdict.sufficient and not shows_closest(pipe):
             return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {verdict.missing}.")
     else:
         answer.verdict = Verdict(True, "skipped", detail="generate.evidence_constraint = false")
     with _Timer(costs, "answer") as cost:
         return _compose(answer, ranked, excerpts, pipe, cost, retrieval.hints)
+
+
+def shows_closest(pipe: Session) -> bool:
+    """Offline with `generate.offline = closest`: the reader's best passage is shown as the
+    closest passage, whatever the sufficiency model says, because on pairs (the same question, a
+    book that states its answer and one that does not) that model is at chance: it cannot check
+    that the passage answers the question, so it neither claims an answer nor refuses one."""
+    return pipe.llm is None and pipe.settings.generate.offline == "closest"
 
 
 def _gate(question: str, retrieval, pipe: Session, answer: Answer, costs: dict[str, StageCost],
@@ -312,6 +323,8 @@ def _compose(answer: Answer, ranked: list[Sentence], excerpts: list, pipe: Sessi
         if not cited:
             return _refuse(answer, UNSUPPORTED, "No evidence sentence could be quoted as an answer.")
         checked = check_citations(text, cited)
+        if shows_closest(pipe):
+            answer.label = CLOSEST
     else:
         if not excerpts:
             return _refuse(answer, UNSUPPORTED, "No evidence was retrieved, so no answer can be cited.")

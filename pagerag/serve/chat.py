@@ -91,7 +91,7 @@ async def chat_completions(body: ChatRequest, request: Request):
     completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
     created = int(time.time())
     usage = usage_of(answer, asked, content)
-    extra = {"decision": answer.decision, "reason": answer.reason, "version": version.version,
+    extra = {"decision": answer.decision, "label": answer.label, "reason": answer.reason, "version": version.version,
              "question": asked.question, "rewritten_from": asked.original if asked.rewritten else None,
              "rewrite": asked.method,
              "citations": [{"n": c.n, "file": document_name(c.file), "doc_id": c.doc_id, "line": c.line,
@@ -159,7 +159,8 @@ def _reply_body(answer) -> str:
             quote = quote[: QUOTE_CHARS - 1] + "…"
         notes.append(f"[{c.n}] {document_name(c.file)}, {cite_place(c.page, c.page_label, c.section, c.line)}: "
                      f"\u201c{quote}\u201d")
-    return answer.answer.strip() + ("\n\n" + "\n".join(notes) if notes else "")
+    said = f"Closest passage ({answer.caveat}): " if answer.closest else ""
+    return said + answer.answer.strip() + ("\n\n" + "\n".join(notes) if notes else "")
 
 
 def usage_of(answer, asked, content: str) -> dict[str, int]:

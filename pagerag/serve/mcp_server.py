@@ -35,10 +35,9 @@ def build_server(config: ServeConfig, registry):
     server = MCPServer(name="pagerag", instructions=INSTRUCTIONS)
     limiter = anyio.CapacityLimiter(config.workers)
 
-    async def run(repo: Optional[str], work) -> dict[str, Any]:
-        settings = config.settings()
-
+    async def run(repo: Optional[str], work, pipeline: Optional[str] = None) -> dict[str, Any]:
         def in_thread():
+            settings = config.settings(pipeline)
             with registry.use(repo) as version:
                 result = work(version.rag(settings))
                 return {**result, "repo": version.repo, "version": version.version}
@@ -61,12 +60,15 @@ def build_server(config: ServeConfig, registry):
         return question
 
     @server.tool()
-    async def ask(question: str, repo: Optional[str] = None, docs: Optional[list[str]] = None) -> dict[str, Any]:
+    async def ask(question: str, repo: Optional[str] = None, docs: Optional[list[str]] = None,
+                  pipeline: Optional[str] = None) -> dict[str, Any]:
         """Answer a question about a book with numbered citations (quote, file, page and section or line), or refuse and say why.
+        Without an LLM the answer is the closest passage, labelled so (`label`, `caveat`): nothing checks that it answers.
         `repo` names the book (see `repos`); it may be left out when one is served. `docs` limits the question to
-        some documents of a library (their ids, see `repos`)."""
+        some documents of a library (their ids, see `repos`). `pipeline`: a preset (default `full`; `reader-decides`
+        lets the offline reader refuse)."""
         check(question)
-        return await run(repo, lambda rag: public.answer(rag.ask(question, docs=docs)))
+        return await run(repo, lambda rag: public.answer(rag.ask(question, docs=docs)), pipeline)
 
     @server.tool()
     async def retrieve(question: str, repo: Optional[str] = None, docs: Optional[list[str]] = None) -> dict[str, Any]:

@@ -32,7 +32,12 @@ def test_text_output_has_answer_citations_and_diagnostics(printer_repo, gate_fla
                  "--llm", "extractive", *gate_flag)
     assert result.exit_code == 0, result.output
     out = result.output
-    assert out.startswith("Answer: ") and ANSWER in out
+    # offline, even a passage the model finds sufficient is shown as the closest passage
+    assert out.startswith("Closest passage (offline, the reader cannot check that it answers the question; "
+                          "P(sufficient) 0.") and ANSWER in out
+    decided = run("ask", ANSWERABLE, "--repo", str(printer_repo), "--llm", "extractive", *gate_flag,
+                  "--pipeline", "reader-decides")
+    assert decided.exit_code == 0 and decided.output.startswith("Answer: ") and ANSWER in decided.output
     assert "[1] \u201c" in out and f"{EXCERPT_FILE}, line " in out
     for label in ("route: ", "RCS ", "sufficiency: model: sufficient; P(sufficient) ", "tokens (prompt+completion): none", "latency: "):
         assert label in out
@@ -45,19 +50,23 @@ def test_json_output_shows_the_packaged_book_gate_by_default(printer_repo, monke
     result = run("ask", UNANSWERABLE, "--repo", str(printer_repo), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) >= {"decision", "answer", "reason", "citations", "rcs", "tau", "plan", "tokens", "latency_ms"}
+    assert set(data) >= {"decision", "label", "caveat", "answer", "reason", "citations", "rcs", "tau", "plan", "tokens",
+                         "latency_ms"}
     assert isinstance(data["rcs"], float) and isinstance(data["tau"], float) and 0 <= data["rcs"] <= 1
     assert not any("gate skipped" in note for note in data["notes"])
     assert "gate" in data["latency_ms"]
     assert data["backend"] == "extractive"  # auto picks it when nothing is configured
-    if data["decision"] == "refused":
-        assert data["reason"] in ("low_retrieval_confidence", "insufficient_evidence")
+    if data["decision"] == "refused":  # offline, only the gate refuses
+        assert data["reason"] == "low_retrieval_confidence"
+    else:
+        assert data["label"] == "closest_passage" and "cannot check" in data["caveat"]
 
 
 def test_interactive_answers_until_an_empty_line(printer_repo, gate_flag):
     # a target CWAR no threshold reaches: every question is refused, so the loop is what is tested
     result = run("ask", "--repo", str(printer_repo), "--interactive", "--llm", "extractive", *gate_flag,
-                 "--set", "generate.target_cwar=0.0001", input=f"{UNANSWERABLE}\n   \nnever asked\n")
+                 "--set", "generate.target_cwar=0.0001", "--set", "generate.offline=decide",
+                 input=f"{UNANSWERABLE}\n   \nnever asked\n")
     assert result.exit_code == 0, result.output
     assert result.output.count("Refused (insufficient_evidence)") == 1
     assert "never asked" not in result.output

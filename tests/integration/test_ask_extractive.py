@@ -9,6 +9,7 @@ from ask_helpers import permissive_gate
 from helpers.questions import ANSWER, ANSWERABLE, ARRIVAL, EXCERPT_FILE, METCALF, OUTSIDE_THE_EXCERPT
 
 from pagerag.api import PageRAG
+from pagerag.commands.ask import format_answer
 from pagerag.errors import ConfigError, InputError
 from pagerag.records import INSUFFICIENT
 
@@ -50,14 +51,21 @@ def test_sufficiency_is_a_probability_against_a_threshold_from_the_target_cwar(p
     assert 0.0 < p < 1.0 and answer.verdict.method == "model"
     # the same question under a stricter and a laxer target CWAR: the threshold moves, P does not
     strict = PageRAG(printer_repo, llm="extractive", confidence=permissive_gate(tmp_path),
-                     generate={"target_cwar": 0.01}).ask(question)
+                     generate={"target_cwar": 0.01, "offline": "decide"}).ask(question)
     lax = PageRAG(printer_repo, llm="extractive", confidence=permissive_gate(tmp_path),
-                  generate={"target_cwar": 0.99}).ask(question)
+                  generate={"target_cwar": 0.99, "offline": "decide"}).ask(question)
+    shown = PageRAG(printer_repo, llm="extractive", confidence=permissive_gate(tmp_path),
+                    generate={"target_cwar": 0.01}).ask(question)  # the default offline: closest passage
     # (equal up to the encoder: the first question of a process is embedded by the numpy encoder)
     assert strict.verdict.score == pytest.approx(p, abs=0.01) and lax.verdict.score == pytest.approx(p, abs=0.01)
     assert strict.decision == "refused" and strict.reason == INSUFFICIENT and strict.citations == []
     assert "P(sufficient)" in strict.verdict.detail and strict.answer.startswith("The evidence is insufficient")
-    assert lax.decision == "answered"
+    assert lax.decision == "answered" and lax.label == "answer" and lax.caveat == ""
+    # by default the same P below the same threshold refuses nothing: the passage is shown, labelled
+    assert not shown.verdict.sufficient and shown.verdict.score == pytest.approx(p, abs=0.01)
+    assert shown.decision == "answered" and shown.label == "closest_passage" and shown.citations
+    assert shown.caveat.endswith(f"P(sufficient) {shown.verdict.score:.2f}")
+    assert format_answer(shown).startswith("Closest passage (offline, the reader cannot check")
 
 
 def test_questions_about_what_the_book_never_discusses_score_lower(rag):

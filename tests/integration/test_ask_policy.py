@@ -58,7 +58,8 @@ def test_escalation_can_rescue_a_question(printer_repo, models):
 
 
 def test_confident_retrieval_goes_straight_to_the_sufficiency_model(printer_repo, models):
-    rag = PageRAG(printer_repo, llm="extractive", confidence=permissive_gate(models), generate={"target_cwar": 0.0001})
+    rag = PageRAG(printer_repo, llm="extractive", confidence=permissive_gate(models),
+                  generate={"target_cwar": 0.0001, "offline": "decide"})
     answer = rag.ask(UNANSWERABLE)
     assert not answer.escalated and answer.rcs > answer.tau
     assert answer.reason == INSUFFICIENT and answer.verdict.method == "model"
@@ -93,5 +94,5 @@ def test_gate_off_leaves_the_decision_to_the_sufficiency_model(printer_repo, mod
     assert answered.decision == "answered" and not answered.escalated  # RCS < tau refuses nothing
     assert answered.rcs is not None and answered.rcs < answered.tau  # still computed and shown
     refused = PageRAG(printer_repo, llm="extractive", confidence=gate,
-                      generate={"rcs_gate": "off", "target_cwar": 0.0001}).ask(UNANSWERABLE)
+                      generate={"rcs_gate": "off", "target_cwar": 0.0001, "offline": "decide"}).ask(UNANSWERABLE)
     assert refused.reason == INSUFFICIENT and refused.verdict.method == "model"

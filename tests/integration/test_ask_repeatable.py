@@ -30,7 +30,7 @@ def on_demand_repo(printer_excerpt: Path, tmp_path_factory) -> Path:
 def _outcome(rag, question: str) -> tuple:
     answer = rag.ask(question)
     evidence = tuple((e.passage_id, e.start, e.end, tuple(e.operators)) for e in rag.retrieve(question).evidence)
-    return (answer.decision, answer.reason, answer.answer, tuple(c.passage_id for c in answer.citations), evidence)
+    return (answer.decision, answer.reason, answer.label, answer.answer, tuple(c.passage_id for c in answer.citations), evidence)
 
 
 @pytest.mark.parametrize("repo_fixture", ["on_demand_repo", "printer_repo"])
@@ -40,9 +40,10 @@ def test_cold_then_warm_in_another_order_gives_the_same_answers(repo_fixture, re
 
     repo = request.getfixturevalue(repo_fixture)
     forget_state(repo)
-    cold = {q: _outcome(PageRAG(repo, llm="extractive"), q) for q in QUESTIONS}
+    # reader-decides: the reader's model may refuse, so answers and refusals are both compared
+    cold = {q: _outcome(PageRAG(repo, pipeline="reader-decides", llm="extractive"), q) for q in QUESTIONS}
     forget_state(repo)  # a new process: the window cache now comes from disk, warm
-    rag = PageRAG(repo, llm="extractive")
+    rag = PageRAG(repo, pipeline="reader-decides", llm="extractive")
     warm = {q: _outcome(rag, q) for q in reversed(QUESTIONS)}
     assert warm == cold
     assert {outcome[0] for outcome in cold.values()} == {"answered", "refused"}  # both kinds compared

@@ -1,5 +1,5 @@
 """The questions the decision tests ask (helpers/questions.py) are the training set's, and two
-refusals on the training-book repository (printer_repo, extractive): a refusal never repeats
+refusals on the training-book repository (printer_repo, extractive, reader-decides): a refusal never repeats
 words of the question the book does not contain, and a question padded with the book's words
 but asking for something the book never covers is refused."""
 from __future__ import annotations
@@ -30,11 +30,13 @@ def test_the_tests_questions_are_the_training_sets(printer_questions, printer_ex
 
 @pytest.fixture(scope="module", params=["packaged gate", "permissive gate"])
 def rag(request, printer_repo, tmp_path_factory) -> PageRAG:
-    """The default policy, and one whose RCS gate always passes (so the sufficiency model and
-    its refusal message are reached whatever the retrieval's confidence)."""
+    """The policy in which the reader's model may refuse (`reader-decides`), and the same with an
+    RCS gate that always passes (so the sufficiency model and its refusal message are reached
+    whatever the retrieval's confidence)."""
     if request.param == "packaged gate":
-        return PageRAG(printer_repo, llm="extractive")
-    return PageRAG(printer_repo, llm="extractive", confidence=permissive_gate(tmp_path_factory.mktemp("rcs")))
+        return PageRAG(printer_repo, pipeline="reader-decides", llm="extractive")
+    return PageRAG(printer_repo, pipeline="reader-decides", llm="extractive",
+                   confidence=permissive_gate(tmp_path_factory.mktemp("rcs")))
 
 
 def _strings(value, key: str = "") -> list[str]:
@@ -65,6 +67,16 @@ def test_a_refusal_never_echoes_words_of_the_question_the_book_does_not_contain(
 def test_a_question_padded_with_the_books_words_is_still_refused(rag):
     """Words of the book around a question the book does not answer: retrieval finds passages
     about them, but nothing says what the capital of France is."""
-    answer = rag.ask("What is the capital of France? printer St. Paul Minnesotian newspaper foreman 1858")
+    padded = "What is the capital of France? printer St. Paul Minnesotian newspaper foreman 1858"
+    answer = rag.ask(padded)
     assert answer.decision == "refused", answer.answer
     assert answer.reason in ("insufficient_evidence", "low_retrieval_confidence") and answer.citations == []
+
+
+def test_offline_by_default_a_padded_question_gets_a_labelled_passage_not_an_answer(printer_repo):
+    answer = PageRAG(printer_repo, llm="extractive").ask(
+        "What is the capital of France? printer St. Paul Minnesotian newspaper foreman 1858")
+    if answer.answered:  # the gate may refuse; what is shown is never claimed as the answer
+        assert answer.label == "closest_passage" and "cannot check" in answer.caveat
+    else:
+        assert answer.reason == "low_retrieval_confidence"

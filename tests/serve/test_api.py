@@ -30,8 +30,19 @@ def test_ask_returns_the_cli_json_object(served, printer_repo):
     assert "[1]" in data["answer"] and ANSWER in data["citations"][0]["quote"]
 
 
-def test_refusal_is_a_result_with_its_reason(served):
+def test_offline_the_closest_passage_is_labelled_not_claimed(served):
     data = httpx.post(served.url + "/v1/ask", json={"question": UNANSWERABLE, "repo": REPO}, timeout=120).json()
+    assert data["decision"] == "answered" and data["label"] == "closest_passage"
+    assert "cannot check" in data["caveat"] and f"P(sufficient) {data['verdict']['score']:.2f}" in data["caveat"]
+    # the model's P is below its threshold (reader-decides refuses it, below), yet nothing refuses:
+    # offline the passage is shown for what it is
+    assert data["verdict"]["sufficient"] is False and data["reason"] is None
+    assert data["citations"] and "[1]" in data["answer"]
+
+
+def test_refusal_is_a_result_with_its_reason(served):
+    data = httpx.post(served.url + "/v1/ask", json={"question": UNANSWERABLE, "repo": REPO,
+                                                    "pipeline": "reader-decides"}, timeout=120).json()
     assert data["decision"] == "refused"
     assert data["reason"] == "insufficient_evidence"
     assert UNANSWERABLE_SUBJECT in data["answer"] and data["citations"] == []

@@ -82,6 +82,9 @@ def test_page_asks_opens_a_citation_and_shows_a_refusal(browser, served, tmp_pat
     _ask(browser, ANSWERABLE)
     assert browser.find_element(By.ID, "answer-box").is_displayed()
     assert ANSWER in browser.find_element(By.ID, "answer").text
+    # offline, what the reader found is shown as the closest passage, with why it is not an answer
+    assert browser.find_element(By.ID, "answer-title").text == "Closest passage"
+    assert "cannot check" in browser.find_element(By.ID, "caveat").text
     assert "need:" in browser.find_element(By.ID, "route-need").text
     assert browser.find_elements(By.CSS_SELECTOR, "#route .share")  # operators and budget shares
     assert "judge (model): sufficient" in browser.find_element(By.ID, "verdict").text
@@ -101,12 +104,18 @@ def test_page_asks_opens_a_citation_and_shows_a_refusal(browser, served, tmp_pat
     _screenshot(browser, tmp_path / "answer.png")
     browser.find_element(By.ID, "passage-close").click()
 
+    _ask(browser, UNANSWERABLE)  # the default offline: a closest passage, labelled, not a refusal
+    assert browser.find_element(By.ID, "answer-box").is_displayed()
+    assert browser.find_element(By.ID, "answer-title").text == "Closest passage"
+    pipeline = Select(browser.find_element(By.ID, "pipeline"))
+    pipeline.select_by_value("reader-decides")  # the reader's model may refuse
     _ask(browser, UNANSWERABLE)
     assert browser.find_element(By.ID, "refusal-box").is_displayed()
     assert not browser.find_element(By.ID, "answer-box").is_displayed()
     assert browser.find_element(By.ID, "reason").text == "insufficient_evidence"
     assert UNANSWERABLE_SUBJECT in browser.find_element(By.ID, "refusal").text
     _screenshot(browser, tmp_path / "refusal.png")
+    pipeline.select_by_value("")
 
     # a relational question: the paths behind the answer are drawn as a graph (the README's picture)
     _ask(browser, RELATIONAL)

@@ -33,11 +33,12 @@ def test_answer_carries_its_citations_as_numbered_footnotes(client):
     ])
     content = reply.choices[0].message.content
     assert reply.choices[0].finish_reason == "stop" and reply.model == REPO
-    assert ANSWER in content
+    assert ANSWER in content and content.startswith("Closest passage (offline, the reader cannot check")
     footnote = re.search(r"^\[1\] printer_excerpt\.txt, line (\d+): \u201c.+\u201d$", content, re.M)
     assert footnote, content
     assert "[1]" in content.split("\n\n")[0]  # the marker in the answer points at the footnote
     extra = reply.model_extra["pagerag"]
+    assert extra["label"] == "closest_passage"
     assert extra["decision"] == "answered" and extra["citations"][0]["line"] == int(footnote.group(1))
     usage = reply.usage
     assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
@@ -45,7 +46,8 @@ def test_answer_carries_its_citations_as_numbered_footnotes(client):
 
 
 def test_refusal_is_an_ordinary_message_that_says_why(client):
-    reply = client.chat.completions.create(model=REPO, messages=[{"role": "user", "content": UNANSWERABLE}])
+    reply = client.chat.completions.create(model=REPO, messages=[{"role": "user", "content": UNANSWERABLE}],
+                                           extra_body={"pipeline": "reader-decides"})
     content = reply.choices[0].message.content
     assert reply.choices[0].message.role == "assistant"
     assert content.startswith("I can't answer that") and "insufficient_evidence" in content

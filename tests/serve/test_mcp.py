@@ -25,7 +25,9 @@ def test_agent_asks_and_retrieves_over_stdio(printer_repo):
         async with Client(params, read_timeout_seconds=240) as client:
             results["tools"] = {tool.name: tool for tool in (await client.list_tools()).tools}
             results["answer"] = await client.call_tool("ask", {"question": ANSWERABLE})
-            results["refusal"] = await client.call_tool("ask", {"question": UNANSWERABLE, "repo": "printer"})
+            results["closest"] = await client.call_tool("ask", {"question": UNANSWERABLE, "repo": "printer"})
+            results["refusal"] = await client.call_tool("ask", {"question": UNANSWERABLE, "repo": "printer",
+                                                                "pipeline": "reader-decides"})
             results["evidence"] = await client.call_tool("retrieve", {"question": ANSWERABLE})
             results["unknown"] = await client.call_tool("ask", {"question": ANSWERABLE, "repo": "nope"})
             results["repos"] = await client.call_tool("repos", {})
@@ -46,6 +48,8 @@ def test_agent_asks_and_retrieves_over_stdio(printer_repo):
             text = json.dumps(result.structured_content) + " ".join(getattr(c, "text", "") for c in result.content)
             assert str(printer_repo.parent) not in text and f"/{EXCERPT_FILE}" not in text
     assert json.loads(answer.content[0].text)["decision"] == "answered"  # the same object as text
+    closest = results["closest"].structured_content  # offline: labelled, neither claimed nor refused
+    assert closest["decision"] == "answered" and closest["label"] == "closest_passage" and closest["citations"]
     refusal = results["refusal"].structured_content
     assert refusal["decision"] == "refused" and refusal["reason"] == "insufficient_evidence"
     assert UNANSWERABLE_SUBJECT in refusal["answer"]

@@ -103,6 +103,10 @@ function show(a) {
 }
 
 function showAnswer(a) {
+  // offline, the passage closest to the question is shown as such: nothing checked it answers
+  $("answer-title").textContent = a.label === "closest_passage" ? "Closest passage" : "Answer";
+  $("caveat").hidden = !a.caveat;
+  $("caveat").textContent = a.caveat ? `(${a.caveat})` : "";
   const byNumber = Object.fromEntries(a.citations.map((c) => [String(c.n), c]));
   const parts = a.answer.split(/(\[\d+\])/);
   $("answer").replaceChildren(...parts.map((part) => {
