@@ -93,13 +93,9 @@ def read_side(backend, llm, question: str, excerpts: list[dict], windows: int) -
     return out
 
 
-# A control excerpt that answers no question of any book: how readily the model names a sentence
-# for a question whatever it reads. A score relative to it asks whether the book's excerpt does
-# better than nothing for this very question (the question's form cancels out).
-NULL_EXCERPT = ("The morning was grey and a light rain fell on the road. Nobody was about yet. The shops along the "
-                "street were still shut, and the only sound was the water running in the gutters. Later the clouds "
-                "lifted a little, and by noon the road had dried. In the afternoon a cart went by, and then another. "
-                "The evening came on slowly, and the lamps were lit one by one.")
+# The control text (a text that answers no question: the question's form cancels out), shared
+# with the shipped pick judge.
+from pagerag.generate.window_judge import NULL_EXCERPT  # noqa: E402
 
 
 def null_reading(backend, question: str) -> dict:
@@ -247,6 +243,35 @@ def report(args) -> None:
                   f"{100 * f['says_higher']:.0f}% | {100 * f['pick_right_on_says']:.0f}% |")
 
 
+def fit(args) -> None:
+    """The pick's threshold on every pair of the run (the score `--how`; the answer: the picked
+    sentence): the tau with the most pairs right on both sides among those refusing >= 60% where
+    the book is silent, written to generate/models/pick_decision.json with --write."""
+    from pagerag.evaluate.scoring import lenient_by_recall
+
+    recs = [json.loads(l) for l in Path(args.out).read_text().splitlines()]
+    says, silent, right = [], [], []
+    for r in recs:
+        s, at = side_score(r["says"], "p_some", args.how, r.get("null"))
+        says.append(s)
+        silent.append(side_score(r["silent"], "p_some", args.how, r.get("null"))[0])
+        right.append(lenient_by_recall(r["says"][at]["picked"], r["answers"]))
+    says, silent, right = map(np.array, (says, silent, right))
+    best = None
+    for tau in np.unique(np.concatenate([says, silent])):
+        key = ((silent < tau).mean() >= 0.6, ((says >= tau) & right & (silent < tau)).mean(), float(tau))
+        best = key if best is None or key[:2] > best[:2] else best
+    decision = {"feature": args.how, "tau": round(best[2], 4), "pairs": len(recs),
+                "books": sorted({r["book"] for r in recs}), "both_right_in_sample": round(float(best[1]), 4),
+                "fitted_with": "Qwen2.5-Coder-1.5B-Instruct (../shared/tools/local-llm), 4 excerpts a side",
+                "command": f"python benchmarks/pair_pick.py fit --out {Path(args.out).name} --how {args.how} --write"}
+    print(json.dumps(decision, indent=1))
+    if args.write:
+        path = ROOT / "pagerag" / "generate" / "models" / "pick_decision.json"
+        path.write_text(json.dumps(decision, indent=1) + "\n")
+        print(f"wrote {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -261,8 +286,12 @@ def main() -> None:
     p.add_argument("--neighbours", type=int, default=0, help="answer = the pick and this many sentences either side")
     n = sub.add_parser("null", help="add the control reading to a run made without it")
     n.add_argument("--out", required=True)
+    f = sub.add_parser("fit", help="the shipped pick threshold, from a run's pairs")
+    f.add_argument("--out", required=True)
+    f.add_argument("--how", choices=["max", "contrast", "null"], default="null")
+    f.add_argument("--write", action="store_true")
     args = ap.parse_args()
-    {"run": run, "report": report, "null": add_null}[args.cmd](args)
+    {"run": run, "report": report, "null": add_null, "fit": fit}[args.cmd](args)
 
 
 if __name__ == "__main__":

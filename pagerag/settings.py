@@ -249,11 +249,14 @@ class GenerateSettings(_Section):
         "states the answer from one that does not: at chance on pairs, docs/pairs.md); only the RCS gate and an "
         "empty retrieval refuse. decide = the sufficiency model's threshold refuses, and what passes is an answer."
     )
-    judge: Literal["auto", "model"] = Field(
+    judge: Literal["auto", "pick", "model"] = Field(
         "auto", description="Sufficiency with an LLM: auto = the LLM reads the best `judge_windows` excerpts one at a "
         "time and gives P(it states the answer) for each; the answer comes only from an excerpt judged to state it, "
         "with a quote of its sentence that must be found in it; the threshold is the one `pagerag calibrate --llm "
-        "BACKEND` fitted on pairs for this backend and model (uncalibrated: P(yes) >= 0.5). model = the reader's "
+        "BACKEND` fitted on pairs for this backend and model (uncalibrated: P(yes) >= 0.5). pick = the LLM names the "
+        "numbered sentence of each excerpt that states the answer, or 0; P(some sentence) of the excerpts against "
+        "the threshold fitted on training pairs (models/pick_decision.json); the answer is that sentence, quoted. "
+        "model = the reader's "
         "model alone decides and the LLM only writes the answer."
     )
     judge_windows: int = Field(

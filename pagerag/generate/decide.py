@@ -107,8 +107,10 @@ def ask(question: str, pipe: Session, exclude: set[str] | None = None, docs: lis
                            f"score {score} is below the threshold {threshold}{widened}.")
     with _Timer(costs, "evidence"):
         reading = read_evidence(retrieval.question, retrieval.evidence, pipe.state, pipe.settings.embed.model, pipe.encode)
-    if pipe.llm is not None and cfg.evidence_constraint and cfg.judge == "auto":
+    if pipe.llm is not None and cfg.evidence_constraint and cfg.judge in ("auto", "pick"):
         with _Timer(costs, "judge") as cost:
+            if cfg.judge == "pick":
+                return _llm_picks(answer, reading, pipe, cost)
             return _llm_reads(answer, reading, pipe, cost)
     with _Timer(costs, "read"):
         ranked = read_sentences(retrieval.question, reading.sentences, pipe.state, pipe.read_with())
@@ -249,6 +251,39 @@ def _llm_reads(answer: Answer, reading: Reading, pipe: Session, cost: StageCost)
                        "model quoted from it (or that sentence is not about the question), so the answer cannot be "
                        "checked.")
     return _answer_from_quote(answer, chosen, pipe)
+
+
+def _llm_picks(answer: Answer, reading: Reading, pipe: Session, cost: StageCost) -> Answer:
+    """The LLM names, excerpt by excerpt, the numbered sentence that states the answer (or none);
+    the score compares the excerpts' P(some sentence) (window_judge.pick_sentence) against the
+    packaged threshold (models/pick_decision.json); the answer is the best excerpt's sentence."""
+    from .models import pick_decision
+    from .window_judge import judge_excerpts_of, null_p_some, pick_score, pick_sentence
+
+    excerpts = judge_excerpts_of(reading, pipe.state, pipe.settings.generate.judge_windows, pipe.settings.chunk.encoding)
+    if not excerpts:
+        return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: no evidence was retrieved.")
+    decision = pick_decision()
+    feature, tau = decision["feature"], float(decision["tau"])
+    readings = [pick_sentence(pipe.llm, answer.question, excerpt, cost) for excerpt in excerpts]
+    answer.judged = [{"n": r.excerpt.n, "passage_id": r.excerpt.passage_id, "p_some": round(r.p_yes, 4),
+                      "quote_found": r.quote is not None} for r in readings]
+    null = null_p_some(pipe.llm, answer.question, cost) if feature == "null" else None
+    score = pick_score([r.p_yes for r in readings], feature, null)
+    best = max(readings, key=lambda r: r.p_yes)
+    sufficient = score >= tau
+    about = ", ".join(book_names_of(answer)[:3]) or "the question's subject"
+    shown = f"P(some sentence) {best.p_yes:.2f}" + (f" vs {null:.2f} on a text that answers nothing"
+                                                     if null is not None else "") + f", {feature} {score:.2f}"
+    answer.verdict = Verdict(sufficient, "llm-pick", "" if sufficient else f"no sentence about {about} was named as "
+                             f"stating the answer (the best excerpt: {shown} < {tau:.2f})", round(score, 4),
+                             f"best excerpt's {shown} vs tau {tau:.2f} ({len(readings)} excerpts read)")
+    if not sufficient:
+        return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {answer.verdict.missing}.")
+    if best.quote is None:
+        return _refuse(answer, UNSUPPORTED, "The sentence the model named does not bear on the question, so it cannot "
+                       "be the answer.")
+    return _answer_from_quote(answer, best, pipe)
 
 
 def _judge_excerpts(question: str, excerpts: list, pipe: Session, cost: StageCost, tau: float, feature: str):

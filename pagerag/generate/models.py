@@ -2,6 +2,7 @@
 fitted for a user's LLM.
 
     models/sufficiency.json      P(the evidence supports an answer) from the reader's scores
+    models/pick_decision.json    the pick judge's score and threshold (generate.judge = pick)
     ../confidence/book_rcs.json  the book RCS model (the gate's default, gate.py)
     ../read/model/               the reader itself (pagerag.read)
     <cache>/calibration/<backend>-<model>.windows.json   the LLM judge's threshold for one LLM,
@@ -21,6 +22,7 @@ from ..errors import PageRAGError
 MODELS_DIR = Path(__file__).with_name("models")
 SUFFICIENCY = "sufficiency.json"
 CALIBRATION_SAMPLE = MODELS_DIR / "calibration_pairs.jsonl.gz"
+PICK_DECISION = "pick_decision.json"
 
 _LOADED: dict[str, object] = {}
 
@@ -45,6 +47,17 @@ def book_rcs_model():
     from ..confidence.model import BOOK_MODEL_PATH
 
     return load_model(BOOK_MODEL_PATH)
+
+
+def pick_decision() -> dict:
+    """The pick judge's score and threshold (models/pick_decision.json, fitted on training pairs
+    by `benchmarks/pair_pick.py fit`)."""
+    import json
+
+    path = MODELS_DIR / PICK_DECISION
+    if not path.is_file():
+        raise PageRAGError(f"packaged model missing: {path} (fit it with `python benchmarks/pair_pick.py fit --write`)")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def llm_key(llm) -> str:

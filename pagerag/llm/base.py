@@ -55,6 +55,10 @@ class LLM(Protocol):
         """P(yes) from the next-token log-probabilities of yes vs no, normalised over the two;
         None when the backend cannot give log-probabilities."""
 
+    def first_token_logprobs(self, prompt_messages: Messages) -> list[tuple[str, float]] | None:
+        """The likeliest first reply tokens and their log-probabilities (one token generated, at
+        temperature 0); None when the backend cannot give log-probabilities."""
+
 
 # --------------------------------------------------------------------------------------------
 # Helpers shared by the backends
@@ -92,6 +96,20 @@ def yes_probability(top_logprobs: Mapping[str, float] | Iterable[tuple[str, floa
     floor = math.exp(min(logprob for _, logprob in pairs))
     p_yes, p_no = sides["yes"] or floor, sides["no"] or floor
     return p_yes / (p_yes + p_no)
+
+
+def choice_probabilities(candidates: Iterable[tuple[str, float]], choices: Iterable[str]) -> dict[str, float] | None:
+    """P of each choice (a digit, say) as the first reply token, from (token, logprob)
+    candidates: spellings that are the choice once stripped and lower-cased add up, and the
+    choices are normalised over themselves (a choice not among the candidates gets 0). None when
+    no choice appears."""
+    mass = {choice.lower(): 0.0 for choice in choices}
+    for token, logprob in candidates:
+        word = token.strip().lower()
+        if word in mass:
+            mass[word] += math.exp(logprob)
+    total = sum(mass.values())
+    return {choice: p / total for choice, p in mass.items()} if total > 0 else None
 
 
 def one_line(text: str, limit: int = 240) -> str:

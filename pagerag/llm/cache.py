@@ -115,3 +115,19 @@ class CachedLLM:
         record = asdict(self.last_completion) if self.last_completion is not None else None
         self.cache.put(key, {"p_yes": p_yes, "completion": record})
         return p_yes
+
+    def first_token_logprobs(self, prompt_messages: Messages) -> list[tuple[str, float]] | None:
+        started = time.perf_counter()
+        key = cache_key(self.name, self.model, "first_token", {"messages": prompt_messages})
+        hit = self.cache.get(key)
+        if hit is not None and "candidates" in hit:
+            record = _as_completion(hit.get("completion"))
+            self.last_completion = record and replace(record, cached=True,
+                                                      latency_ms=(time.perf_counter() - started) * 1000)
+            return [tuple(c) for c in hit["candidates"]] if hit["candidates"] is not None else None
+        candidates = self.inner.first_token_logprobs(prompt_messages)
+        self.last_completion = self.inner.last_completion
+        record = asdict(self.last_completion) if self.last_completion is not None else None
+        self.cache.put(key, {"candidates": [list(c) for c in candidates] if candidates is not None else None,
+                             "completion": record})
+        return candidates

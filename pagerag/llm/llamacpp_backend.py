@@ -178,6 +178,11 @@ class LlamaCppBackend:
         """P(yes) vs P(no) for the first reply token, from the model's raw next-token
         distribution (llama.cpp reports pre-sampling probabilities), summed over the spellings
         " yes", "yes", "Yes", … and normalised over the two sides."""
+        candidates = self.first_token_logprobs(prompt_messages)
+        return yes_probability(candidates) if candidates else None
+
+    def first_token_logprobs(self, prompt_messages: Messages) -> list[tuple[str, float]] | None:
+        """The top first reply tokens from the model's raw next-token distribution."""
         request = {"max_tokens": 1, "temperature": 0.0, "seed": _SEED,
                    "logprobs": True, "top_logprobs": _TOP_LOGPROBS, "n_probs": _TOP_LOGPROBS}
         started = time.perf_counter()
@@ -190,4 +195,4 @@ class LlamaCppBackend:
             return None
         first = content[0]
         candidates = [(str(c["token"]), float(c["logprob"])) for c in first.get("top_logprobs") or []]
-        return yes_probability(candidates or [(str(first["token"]), float(first["logprob"]))])
+        return candidates or [(str(first["token"]), float(first["logprob"]))]

@@ -119,6 +119,12 @@ class OpenAIBackend:
     def yes_no_logprob(self, prompt_messages: Messages) -> float | None:
         """P(yes) from the top-20 log-probabilities of one generated token; None when the server
         rejects or ignores `logprobs` (remembered, so it is asked only once)."""
+        candidates = self.first_token_logprobs(prompt_messages)
+        return yes_probability(candidates) if candidates else None
+
+    def first_token_logprobs(self, prompt_messages: Messages) -> list[tuple[str, float]] | None:
+        """The top-20 first reply tokens; None when the server rejects or ignores `logprobs`
+        (remembered, so it is asked only once)."""
         self.last_completion = None
         if not self._logprobs_supported:
             return None
@@ -132,18 +138,18 @@ class OpenAIBackend:
             choice = _first_choice(response)
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
             if "logprob" not in _server_message(exc).lower():
-                raise self._backend_error(exc, "yes/no log-probability request") from None
+                raise self._backend_error(exc, "log-probability request") from None
             self._logprobs_supported = False  # the server does not take `logprobs`
             return None
         except Exception as exc:  # noqa: BLE001
-            raise self._backend_error(exc, "yes/no log-probability request") from None
+            raise self._backend_error(exc, "log-probability request") from None
         self._record(prompt_messages, choice.message.content or "", getattr(response, "usage", None),
                      choice.finish_reason or "", started)
         candidates = _first_token_candidates(choice)
         if not candidates:
             self._logprobs_supported = False  # the server ignored `logprobs`
             return None
-        return yes_probability(candidates)
+        return list(candidates.items())
 
     # ---- errors -----------------------------------------------------------------------------
 

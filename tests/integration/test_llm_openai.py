@@ -159,7 +159,7 @@ def test_yes_no_logprob_reports_other_client_errors():
         llm = backend(server, model="m")
         with pytest.raises(BackendError) as info:
             llm.yes_no_logprob(QUESTION)
-    assert_one_line(info.value, "HTTP 400", "yes/no log-probability request")
+    assert_one_line(info.value, "HTTP 400", "log-probability request")
     assert llm._logprobs_supported  # a bad request is not proof that logprobs are unsupported
 
 

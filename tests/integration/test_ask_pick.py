@@ -1,0 +1,109 @@
+"""`generate.judge = pick` with the `openai` backend against a real loopback HTTP server.
+
+Each of the first evidence passages is shown alone with its sentences numbered; the model replies
+with the number of the sentence that states the answer, or 0. P(some sentence) comes from the
+first reply token's log-probabilities over the numbers (the written number when the server gives
+none); the best excerpt's score, relative to the same question asked of a text that answers
+nothing, against the packaged threshold decides; the answer is the named
+sentence, quoted from the book and cited. The loopback model reads the numbered sentences it is
+shown, as a model would: it names the one that states the sum, if any."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from ask_helpers import loopback_llm, permissive_gate
+from helpers.openai_server import LoopbackOpenAIServer
+from helpers.questions import ANSWER, ANSWERABLE, UNANSWERABLE
+
+from pagerag.api import PageRAG
+from pagerag.generate.context import fold_space
+from pagerag.generate.models import pick_decision
+from pagerag.generate.window_judge import NULL_EXCERPT
+from pagerag.records import INSUFFICIENT, UNSUPPORTED
+
+# The training book's sentence that states the sum (whitespace folded)
+BOOK_SENTENCE = ("The district court, subsequently confirmed by the supreme court, decided in favor of the "
+                 "Minnesotian, and the day following the decision Mr. Moore, of the Minnesotian, brought down a bag "
+                 "of gold from the capitol containing $4,000, and divided it up among his employes.")
+NUMBERED = re.compile(r"^\[(\d)\] (.*)$", re.M)
+
+
+def numbered(body: dict) -> dict[str, str]:
+    """The sentences a pick request shows, by number."""
+    user = body["messages"][-1]["content"]
+    assert "sentence by sentence" in user, user
+    return dict(NUMBERED.findall(user))
+
+
+def names_the_sum(body: dict) -> dict[str, float]:
+    """Nearly sure of the sentence that states the sum; nearly sure of 0 where none does."""
+    stating = [n for n, sentence in numbered(body).items() if ANSWER in sentence]
+    return {stating[0]: -0.05, "0": -3.5} if stating else {"0": -0.05, "1": -3.5}
+
+
+def says_the_number(body: dict) -> str:
+    table = names_the_sum(body)
+    return max(table, key=table.get)
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory):
+    return permissive_gate(tmp_path_factory.mktemp("rcs"))
+
+
+def ask(printer_repo, gate, server, question=ANSWERABLE):
+    return PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate,
+                   generate={"judge": "pick"}).ask(question)
+
+
+def test_the_named_sentence_is_the_answer_quoted_from_the_book(printer_repo, gate):
+    with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum) as server:
+        answer = ask(printer_repo, gate, server)
+        bodies = list(server.bodies)
+    # one call an excerpt, and one on the control text that answers nothing (the score is relative to it)
+    assert len(bodies) == 5 and all(b.get("logprobs") and b["max_tokens"] == 1 for b in bodies)
+    assert sum(NULL_EXCERPT.split(".")[0] in b["messages"][-1]["content"] for b in bodies) == 1
+    for body in bodies:  # at most 9 numbered sentences, so a number is one token
+        assert 1 <= len(numbered(body)) <= 9
+    assert answer.decision == "answered" and answer.verdict.method == "llm-pick"
+    assert fold_space(answer.citations[0].quote) == BOOK_SENTENCE
+    assert answer.answer == f"\u201c{fold_space(answer.citations[0].quote)}\u201d [1]"
+    assert sorted(j["p_some"] > 0.9 for j in answer.judged) == [False, False, False, True]
+    assert answer.verdict.score >= pick_decision()["tau"]
+    assert answer.tokens["judge"]["prompt"] > 0
+
+
+def test_where_no_sentence_is_named_the_evidence_is_insufficient(printer_repo, gate):
+    with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum) as server:
+        answer = ask(printer_repo, gate, server, question=UNANSWERABLE)
+    assert answer.decision == "refused" and answer.reason == INSUFFICIENT and answer.citations == []
+    assert all(j["p_some"] < 0.1 for j in answer.judged) and "no sentence about" in answer.answer
+
+
+def test_a_named_sentence_that_is_not_about_the_question_is_refused(printer_repo, gate):
+    """In the excerpt that states the sum the model is sure of another sentence, one that shares no
+    word with the question (elsewhere it names none): a sentence of the book, but not an answer to
+    this question."""
+    from pagerag.generate.answer import content_stems
+
+    asked = content_stems(ANSWERABLE)
+
+    def names_an_unrelated_sentence(body: dict) -> dict[str, float]:
+        sentences = numbered(body)
+        unrelated = [n for n, sentence in sentences.items() if not content_stems(sentence) & asked]
+        states = any(ANSWER in sentence for sentence in sentences.values())
+        return {unrelated[0]: -0.05, "0": -3.5} if states and unrelated else {"0": -0.05, "1": -3.5}
+
+    with LoopbackOpenAIServer(reply=lambda body: "0", top_logprobs=names_an_unrelated_sentence) as server:
+        answer = ask(printer_repo, gate, server)
+    assert any(j["p_some"] > 0.9 for j in answer.judged), answer.judged  # some excerpt had such a sentence
+    assert answer.decision == "refused" and answer.reason == UNSUPPORTED and answer.citations == []
+
+
+@pytest.mark.parametrize("mode", ["reject_logprobs", "ignore_logprobs"])
+def test_without_log_probabilities_the_written_number_decides(printer_repo, gate, mode):
+    with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum, mode=mode) as server:
+        answer = ask(printer_repo, gate, server)
+    assert answer.decision == "answered" and fold_space(answer.citations[0].quote) == BOOK_SENTENCE
+    assert sorted(j["p_some"] for j in answer.judged) == [0.0, 0.0, 0.0, 1.0]
