@@ -12,7 +12,11 @@ Run on the packaged calibration pairs (training books only; both sides of each p
 shipped yes/no judge's P(yes) on the same excerpts:
 
     PAGERAG_LLM__GGUF=$(../shared/tools/local-llm) python benchmarks/pair_pick.py run --limit 40 --out PICK.jsonl
-    python benchmarks/pair_pick.py report --out PICK.jsonl
+    python benchmarks/pair_pick.py report --out PICK.jsonl [--neighbours 1]
+    python benchmarks/pair_pick.py fit --out PICK.jsonl --how null --write   # the shipped threshold
+
+(`null` adds the control reading to a run made before `run` recorded it: the same question asked of
+a text that answers nothing.)
 
 The report decides each side by a threshold chosen on the other books (held out by book), at the
 answer level for the pick (right where the book says = answered and the picked sentence leniently

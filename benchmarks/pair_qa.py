@@ -111,7 +111,7 @@ def side_row(system: str, pair: Pair, side: str, answer, started: float) -> dict
             "strict": bool(says and answered and strict_match(answer.answer, pair.answers)),
             "lenient": bool(says and answered and lenient_by_recall(answer.answer, pair.answers)),
             "p": answer.verdict.score if answer.verdict else None, "rcs": answer.rcs,
-            "judged": [j["p_yes"] for j in answer.judged],
+            "judged": [j.get("p_yes", j.get("p_some")) for j in answer.judged],
             "latency_ms": answer.latency_ms, "tokens": answer.prompt_tokens,
             "wall_ms": round((time.perf_counter() - started) * 1000, 1)}
 

@@ -102,32 +102,25 @@ class CachedLLM:
         return completion
 
     def yes_no_logprob(self, prompt_messages: Messages) -> float | None:
-        started = time.perf_counter()
-        key = cache_key(self.name, self.model, "yes_no", {"messages": prompt_messages})
-        hit = self.cache.get(key)
-        if hit is not None and "p_yes" in hit:
-            record = _as_completion(hit.get("completion"))
-            self.last_completion = record and replace(record, cached=True,
-                                                      latency_ms=(time.perf_counter() - started) * 1000)
-            return hit["p_yes"]
-        p_yes = self.inner.yes_no_logprob(prompt_messages)
-        self.last_completion = self.inner.last_completion
-        record = asdict(self.last_completion) if self.last_completion is not None else None
-        self.cache.put(key, {"p_yes": p_yes, "completion": record})
-        return p_yes
+        return self._probe("yes_no", "p_yes", prompt_messages, self.inner.yes_no_logprob)
 
     def first_token_logprobs(self, prompt_messages: Messages) -> list[tuple[str, float]] | None:
+        candidates = self._probe("first_token", "candidates", prompt_messages, self.inner.first_token_logprobs)
+        return [tuple(c) for c in candidates] if candidates is not None else None  # JSON keeps pairs as lists
+
+    def _probe(self, kind: str, field: str, prompt_messages: Messages, ask):
+        """A one-token probe (yes/no, first-token log-probabilities), cached with its completion
+        record so a hit still accounts its tokens."""
         started = time.perf_counter()
-        key = cache_key(self.name, self.model, "first_token", {"messages": prompt_messages})
+        key = cache_key(self.name, self.model, kind, {"messages": prompt_messages})
         hit = self.cache.get(key)
-        if hit is not None and "candidates" in hit:
+        if hit is not None and field in hit:
             record = _as_completion(hit.get("completion"))
             self.last_completion = record and replace(record, cached=True,
                                                       latency_ms=(time.perf_counter() - started) * 1000)
-            return [tuple(c) for c in hit["candidates"]] if hit["candidates"] is not None else None
-        candidates = self.inner.first_token_logprobs(prompt_messages)
+            return hit[field]
+        value = ask(prompt_messages)
         self.last_completion = self.inner.last_completion
         record = asdict(self.last_completion) if self.last_completion is not None else None
-        self.cache.put(key, {"candidates": [list(c) for c in candidates] if candidates is not None else None,
-                             "completion": record})
-        return candidates
+        self.cache.put(key, {field: value, "completion": record})
+        return value

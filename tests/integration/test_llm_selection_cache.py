@@ -131,6 +131,16 @@ def test_yes_no_answers_are_cached_with_their_cost(tmp_path):
     assert cost is not None and cost.completion_tokens == 1 and not cost.cached
 
 
+def test_first_token_log_probabilities_are_cached_as_token_pairs(tmp_path):
+    with LoopbackOpenAIServer(top_logprobs={"3": -0.2, "0": -1.9, "1": -4.0}) as server:
+        first = cached_backend(server, tmp_path).first_token_logprobs(QUESTION)
+        again_llm = cached_backend(server, tmp_path)
+        again = again_llm.first_token_logprobs(QUESTION)
+        assert server.counts[CHAT] == 1
+    assert first == again == [("3", -0.2), ("0", -1.9), ("1", -4.0)]
+    assert again_llm.last_completion.cached and again_llm.last_completion.completion_tokens == 1
+
+
 def test_a_torn_cache_entry_is_a_miss_and_is_rewritten(tmp_path):
     with LoopbackOpenAIServer() as server:
         llm = cached_backend(server, tmp_path)
