@@ -122,9 +122,9 @@ def test_the_operating_point_is_chosen_on_held_out_scores_to_refuse_each_kind(st
 
 
 def test_nested_leave_books_out_scores_every_book_with_thresholds_chosen_without_it():
-    examples = tables(books=("A", "B", "C", "D", "E", "F"))
+    examples = tables(books=("A", "B", "C", "D"))  # the fewest books an inner leave-books-out still has 3 of
     result = nested(examples, Config(rcs_features=RCS_NAMES), log=lambda m: None)
-    assert sorted(result["chosen_per_fold"]) == ["A", "B", "C", "D", "E", "F"]
+    assert sorted(result["chosen_per_fold"]) == ["A", "B", "C", "D"]
     assert len(result["outcomes"]) == len(examples)
     assert result["all"]["correct_refusal"] >= 0.8 and result["p_auc_all"] > 0.9
     assert set(result["by_set"]) == {"written", "graphrag"}
