@@ -211,6 +211,23 @@ def print_pairs(table: dict, title: str = "pairs") -> None:
                   f"**{pct(s['both'])}** | {pct(s['chance_both'])} | {pct(s['answered_both_sides'])} | {s['median_wall_ms']:.0f} |")
 
 
+def print_outcomes(rows: list[dict]) -> None:
+    """What each side ended as, per system: answered (right or not by the lenient check) or
+    refused, by reason."""
+    from collections import Counter
+
+    print("\noutcomes: | system | side | answered, right | answered, not right | refused: reason (n) |")
+    print("| --- | --- | ---: | ---: | --- |")
+    for system in sorted({r["system"] for r in rows}):
+        for says, side in ((True, "says"), (False, "silent")):
+            mine = [r for r in rows if r["system"] == system and r["says"] == says]
+            answered = [r for r in mine if r["decision"] == "answered"]
+            refused = Counter(r["reason"] for r in mine if r["decision"] == "refused")
+            right = sum(r["lenient"] for r in answered)
+            print(f"| {system} | {side} ({len(mine)}) | {right} | {len(answered) - right} | "
+                  f"{', '.join(f'{k} ({n})' for k, n in sorted(refused.items())) or '-'} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=("make-dev", "build", "run", "report"))
@@ -242,6 +259,7 @@ def main() -> int:
             llm = {"backend": "llamacpp", "gguf": load_settings().llm.gguf}
         run(sample(pairs, args.per_book), args.repos, rows, name, llm, args.pipeline)
     print_pairs(summaries(rows.rows))
+    print_outcomes(rows.rows)
     if args.wording and args.pairs:
         w = wording_on_pairs([p for p in read_pairs(args.pairs, books) if args.kind in (None, p.kind)])
         print(f"\nwording only (the question's text, no book): AUC {w['natural_lobo_auc']:.3f} on the written training "

@@ -435,17 +435,17 @@ class Answer:
         return self.answered and self.label == CLOSEST
 
     @property
-    def confidence(self) -> float | None:
-        """P(the evidence supports an answer), as the decision computed it (None when skipped)."""
-        return self.verdict.score if self.verdict is not None else None
-
-    @property
     def caveat(self) -> str:
         """Why a closest passage is not an answer, with its P(sufficient); "" for a checked answer."""
         if not self.closest:
             return ""
-        p = self.confidence
+        p = self.verdict.score if self.verdict is not None else None
         return CLOSEST_CAVEAT + (f"; P(sufficient) {p:.2f}" if p is not None else "")
+
+    @property
+    def heading(self) -> str:
+        """What the answer text is, as the CLI and the chat reply introduce it."""
+        return f"Closest passage ({self.caveat})" if self.closest else "Answer"
 
     @property
     def tokens(self) -> dict[str, dict[str, int]]:

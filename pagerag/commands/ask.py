@@ -139,8 +139,7 @@ def format_answer(answer) -> str:
 
     lines: list[str] = []
     if answer.answered:
-        heading = f"Closest passage ({answer.caveat})" if answer.closest else "Answer"
-        lines.append(f"{heading}: {answer.answer}")
+        lines.append(f"{answer.heading}: {answer.answer}")
         if answer.citations:
             lines.append("")
         for c in answer.citations:

@@ -86,11 +86,7 @@ def yes_probability(top_logprobs: Mapping[str, float] | Iterable[tuple[str, floa
     pairs = list(top_logprobs.items() if isinstance(top_logprobs, Mapping) else top_logprobs)
     if not pairs:
         return None
-    sides = {"yes": 0.0, "no": 0.0}
-    for token, logprob in pairs:
-        word = token.strip().lower()
-        if word in sides:
-            sides[word] += math.exp(logprob)
+    sides = _choice_masses(pairs, ("yes", "no"))
     if sides["yes"] == 0.0 and sides["no"] == 0.0:
         return None
     floor = math.exp(min(logprob for _, logprob in pairs))
@@ -103,13 +99,20 @@ def choice_probabilities(candidates: Iterable[tuple[str, float]], choices: Itera
     candidates: spellings that are the choice once stripped and lower-cased add up, and the
     choices are normalised over themselves (a choice not among the candidates gets 0). None when
     no choice appears."""
+    mass = _choice_masses(candidates, choices)
+    total = sum(mass.values())
+    return {choice: p / total for choice, p in mass.items()} if total > 0 else None
+
+
+def _choice_masses(candidates: Iterable[tuple[str, float]], choices: Iterable[str]) -> dict[str, float]:
+    """The probability of each choice, summed over the candidate spellings that are it once
+    stripped and lower-cased (" yes", "Yes", "YES" are all "yes")."""
     mass = {choice.lower(): 0.0 for choice in choices}
     for token, logprob in candidates:
         word = token.strip().lower()
         if word in mass:
             mass[word] += math.exp(logprob)
-    total = sum(mass.values())
-    return {choice: p / total for choice, p in mass.items()} if total > 0 else None
+    return mass
 
 
 def one_line(text: str, limit: int = 240) -> str:

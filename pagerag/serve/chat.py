@@ -159,7 +159,7 @@ def _reply_body(answer) -> str:
             quote = quote[: QUOTE_CHARS - 1] + "…"
         notes.append(f"[{c.n}] {document_name(c.file)}, {cite_place(c.page, c.page_label, c.section, c.line)}: "
                      f"\u201c{quote}\u201d")
-    said = f"Closest passage ({answer.caveat}): " if answer.closest else ""
+    said = f"{answer.heading}: " if answer.closest else ""  # a checked answer is the reply itself
     return said + answer.answer.strip() + ("\n\n" + "\n".join(notes) if notes else "")
 
 
