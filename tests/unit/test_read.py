@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from helpers.network import ConnectionRecorder
@@ -68,28 +69,47 @@ def test_the_packaged_reader_loads_offline_and_reads_which_sentence_states_the_a
     assert states.margin > names_only.margin
 
 
-def test_onnx_runtime_does_not_phone_home_once_pagerag_is_imported():
+def test_onnx_runtime_does_not_phone_home_once_pagerag_is_imported(tmp_path):
     """ONNX Runtime's own C++ code sends usage events to Microsoft's collector a few seconds after
     an inference session opens (no Python socket is involved, so the monkeypatch above cannot see
-    it). Two fresh processes read with the packaged reader behind a recording proxy for 12 s:
-    with pagerag's default nothing arrives; the control, which turns the events back on, shows the
-    recorder would have caught them."""
+    it). Two fresh processes, each with an empty home (ORT keeps its event queue under
+    ~/.cache), read with the packaged reader behind a recording proxy: with pagerag's default
+    nothing arrives; the control, which turns the events back on, shows the recorder would have
+    caught them. Where ORT sends nothing even for the control (it did not on one CI machine),
+    the test cannot tell, and says so by skipping."""
     code = ("import time\n"
             "from pagerag.read import Passage, packaged_reader\n"
             f"packaged_reader().read({QUESTION!r}, [Passage({STATES!r})])\n"
-            "time.sleep(12)\n")
+            "time.sleep(60)\n")
     with ConnectionRecorder() as quiet, ConnectionRecorder() as control:
-        children = [subprocess.Popen([sys.executable, "-c", code], env=_behind_proxy(recorder.url, events),
+        children = [subprocess.Popen([sys.executable, "-c", code],
+                                     env=_behind_proxy(recorder.url, events, tmp_path / name),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                    for recorder, events in ((quiet, None), (control, "0"))]
-        errors = [child.communicate(timeout=300)[1] for child in children]
-        assert [child.returncode for child in children] == [0, 0], errors
+                    for recorder, events, name in ((quiet, None, "quiet"), (control, "0", "control"))]
+        _wait_for_events(control, children, seconds=40)
+        time.sleep(2)  # the quiet child has had as long as the control, and a little more
+        for child in children:
+            child.kill()
+            child.communicate(timeout=30)
     assert quiet.seen == []
+    if not control.seen:
+        pytest.skip("ONNX Runtime sent no events here even with them turned on: nothing to tell apart")
     assert any(b"events.data.microsoft.com" in seen for seen in control.seen), control.seen
 
 
-def _behind_proxy(proxy: str, telemetry: str | None) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key != "ORT_DISABLE_TELEMETRY"}
+def _wait_for_events(recorder: ConnectionRecorder, children: list, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not recorder.seen and time.monotonic() < deadline:
+        failed = [child.stderr.read() for child in children if child.poll() is not None]
+        assert not failed, failed  # a child that ended before its sleep crashed
+        time.sleep(0.5)
+
+
+def _behind_proxy(proxy: str, telemetry: str | None, home) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")}
+    home.mkdir()
+    env["HOME"] = str(home)
     env.update({name: proxy for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY",
                                          "https_proxy", "http_proxy", "all_proxy")})
     env.update(NO_PROXY="", no_proxy="")
