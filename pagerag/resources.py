@@ -5,6 +5,7 @@ pyproject.toml); in a source checkout they sit at the top level beside `pagerag/
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 
@@ -36,3 +37,20 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def cache_lock(directory: Path):
+    """Hold an exclusive lock on a cache directory (its `.lock` file) while one process fills it:
+    the ONNX export and OpenVINO's compiled-model cache are written once and read by every
+    process after, and two first processes at once (a test run's two workers, a server beside a
+    build) otherwise write the same files over each other."""
+    import fcntl
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

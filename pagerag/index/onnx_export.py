@@ -25,7 +25,6 @@ the onnx or openvino backend on the file it returns; the checks here run the fil
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -37,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from ..resources import sha256_of
+from ..resources import cache_lock, sha256_of
 from .exported import ExportedEncoder, cpu_session
 
 RECIPE = 2  # 2: the word-piece states as a second output (pooled windows). Bump when the export or quantisation recipe changes: old exports are redone
@@ -78,7 +77,7 @@ def ensure_export(model_dir: str) -> dict:
     directory = export_dir(Path(model_dir))
     meta = _verified(directory, Path(model_dir))
     if meta is None:
-        with _locked(directory):
+        with cache_lock(directory):
             meta = _verified(directory, Path(model_dir)) or _export(Path(model_dir), directory)
     meta["paths"] = {p: str(directory / f) for p, f in (("fp32", FP32), ("int8", INT8)) if f in meta["files"]}
     return meta
@@ -135,19 +134,6 @@ def _verified(directory: Path, model_dir: Path) -> dict | None:
         return meta
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-@contextlib.contextmanager
-def _locked(directory: Path):
-    import fcntl
-
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _export(model_dir: Path, directory: Path) -> dict:

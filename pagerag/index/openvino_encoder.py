@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..resources import cache_lock
 from .exported import ExportedEncoder, give_back_free_heap
 
 PRECISION_HINT = {"bf16": "bf16", "fp32": "f32"}
@@ -53,12 +54,20 @@ class OpenVinoEncoder(ExportedEncoder):
             # Threads are not pinned to cores: spaCy's workers and the server's threads share them.
             "ENABLE_CPU_PINNING": False,
         }
-        if self._cache_dir is not None:
+        if self._cache_dir is None:
+            self._compile = lambda: ov.Core().compile_model(onnx_path, "CPU", config)
+        else:
             config["CACHE_DIR"] = str(self._cache_dir)
-        self._compile = lambda: ov.Core().compile_model(onnx_path, "CPU", config)
+            self._compile = lambda: self._compile_through_cache(ov, onnx_path, config)
         self.model = self._compile()
         self.dim = int(self.model.output("embedding").get_partial_shape()[-1].get_length())
         self._local = threading.local()  # an infer request serves one thread at a time
+
+    def _compile_through_cache(self, ov, onnx_path: str, config: dict):
+        # OpenVINO writes its cache blob without a lock of its own: two processes compiling the
+        # same model first at once failed with "cannot set permissions" on the blob.
+        with cache_lock(self._cache_dir):
+            return ov.Core().compile_model(onnx_path, "CPU", config)
 
     def _infer(self, outputs: list[str], ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
         if self.model is None:  # released after a passage pass: compiled again (from the cache, ~0.5 s)

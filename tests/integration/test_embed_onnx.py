@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -192,3 +193,30 @@ def test_a_cold_ask_never_imports_torch(printer_repo):
     # a bare "torch" line is thinc's import attempt that text.nlp turns into an ImportError; a
     # real import of torch loads its submodules
     assert not {m for m in imported if m.split(".")[0] in ("torch", "transformers", "sentence_transformers")} - {"torch"}
+
+
+def test_processes_compiling_the_model_first_at_once_share_the_cache(export, tmp_path, monkeypatch):
+    """OpenVINO writes its compiled-model cache without a lock: two test workers (or a server and
+    a build) opening the encoder first at once wrote the same blob over each other and one failed
+    ("cannot set permissions"). Six processes start 0.3 s apart on a cache holding only the
+    export; all six embed, and their vectors are the same."""
+    from pagerag.index.encoder import choose
+
+    if choose(MODEL, "auto", "auto").backend != "openvino":
+        pytest.skip("OpenVINO is not the default encoder here: no compiled-model cache to share")
+    copy = _copied_cache(export, tmp_path, monkeypatch)
+    shutil.rmtree(copy / "openvino", ignore_errors=True)  # the compiled model this cache had
+    code = ("from pagerag.settings import load_settings\n"
+            "from pagerag.index.encoder import get_encoder\n"
+            "import sys\n"
+            "sys.stdout.write(get_encoder(load_settings().embed).encode(['Scrooge']).tobytes().hex())\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PAGERAG_CACHE_DIR": str(tmp_path)}
+    children = []
+    for _ in range(6):  # staggered: a process that finds another's blob half written removed it
+        children.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True, env=env, cwd=REPO_ROOT))
+        time.sleep(0.3)
+    outputs = [child.communicate(timeout=300) for child in children]
+    assert [child.returncode for child in children] == [0] * 6, [err[-1500:] for _, err in outputs]
+    assert len({out for out, _ in outputs}) == 1
+    assert any((copy / "openvino").iterdir())  # the compiled model was cached
