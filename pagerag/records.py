@@ -388,8 +388,9 @@ class Citation(Span):
 @dataclass
 class Verdict:
     """s(q, E): does the evidence support an answer? `method`: model (the fitted sufficiency
-    model) | llm-windows (the LLM judge, excerpt by excerpt, with its threshold calibrated on
-    pairs) | llm-windows (uncalibrated) | skipped."""
+    model) | llm-pick (the LLM names the sentence that states the answer, excerpt by excerpt, its
+    threshold calibrated on pairs for this LLM) | llm-pick (packaged threshold) | llm-windows (the
+    yes/no judge, calibrated) | llm-windows (uncalibrated) | skipped."""
 
     sufficient: bool
     method: str

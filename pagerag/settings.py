@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 from .resources import resource_dir
@@ -249,16 +249,22 @@ class GenerateSettings(_Section):
         "states the answer from one that does not: at chance on pairs, docs/pairs.md); only the RCS gate and an "
         "empty retrieval refuse. decide = the sufficiency model's threshold refuses, and what passes is an answer."
     )
-    judge: Literal["auto", "pick", "model"] = Field(
-        "auto", description="Sufficiency with an LLM: auto = the LLM reads the best `judge_windows` excerpts one at a "
-        "time and gives P(it states the answer) for each; the answer comes only from an excerpt judged to state it, "
-        "with a quote of its sentence that must be found in it; the threshold is the one `pagerag calibrate --llm "
-        "BACKEND` fitted on pairs for this backend and model (uncalibrated: P(yes) >= 0.5). pick = the LLM names the "
-        "numbered sentence of each excerpt that states the answer, or 0; P(some sentence) of the excerpts against "
-        "the threshold fitted on training pairs (models/pick_decision.json); the answer is that sentence, quoted. "
-        "model = the reader's "
-        "model alone decides and the LLM only writes the answer."
+    judge: Literal["pick", "yesno", "model"] = Field(
+        "pick", description="Sufficiency with an LLM: pick = the LLM names the numbered sentence of each of the best "
+        "`judge_windows` excerpts that states the answer, or 0; P(some sentence) of the best excerpt, relative to the "
+        "same question asked of a text that answers nothing, against the threshold `pagerag calibrate --llm BACKEND` "
+        "fitted on pairs for this backend and model (uncalibrated: the one fitted for the local 1.5B, "
+        "models/pick_decision.json); the answer is that sentence, quoted. yesno (formerly auto) = the LLM gives "
+        "P(it states the answer) for each excerpt and quotes the sentence, which must be found in it; its threshold "
+        "is calibrated the same way (uncalibrated: P(yes) >= 0.5). model = the reader's model alone decides and the "
+        "LLM only writes the answer."
     )
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _auto_was_yesno(cls, value: Any) -> Any:
+        return "yesno" if value == "auto" else value  # the yes/no judge's old name: configs that name it keep it
+
     judge_windows: int = Field(
         4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "
         "the retrieval's order (the first evidence passages)."

@@ -246,14 +246,18 @@ def _reader_row(directory: str) -> tuple[str, str, str]:
 def _llm_decision_row(settings, backend: str) -> tuple[str, str, str]:
     """Whether `pagerag calibrate --llm` fitted the judge's threshold for the configured LLM (not
     built here: the file is named from the backend and model, which for openai may need the server)."""
+    from ..generate.models import DECISION_FILE
     from ..offline import cache_root
 
-    if backend == "extractive":
-        return ("LLM judge", "info", "no LLM: the reader's model decides")
-    found = sorted(p.name for p in (cache_root() / "calibration").glob(f"{backend}-*.windows.json"))
+    judge = settings.generate.judge
+    if backend == "extractive" or judge == "model":
+        return ("LLM judge", "info", "no LLM judge: the reader's model decides")
+    found = sorted(p.name for p in (cache_root() / "calibration").glob(f"{backend}-*.{DECISION_FILE[judge]}.json"))
     if found:
-        return ("LLM judge", "ok", f"calibrated on pairs: {', '.join(found)} ({cache_root() / 'calibration'})")
-    return ("LLM judge", "info", f"not calibrated for {backend}: it answers where an excerpt's P(yes) >= 0.5; "
+        return ("LLM judge", "ok", f"{judge}, calibrated on pairs: {', '.join(found)} ({cache_root() / 'calibration'})")
+    default = ("the threshold fitted for the local 1.5B (models/pick_decision.json)" if judge == "pick"
+               else "it answers where an excerpt's P(yes) >= 0.5")
+    return ("LLM judge", "info", f"{judge}, not calibrated for {backend}: {default}; "
                                  f"`pagerag calibrate --llm {backend}` fits the threshold on training-book pairs")
 
 
@@ -298,7 +302,7 @@ def _rcs_row(settings) -> tuple[str, str, str]:
 def _prompts_row() -> tuple[str, str, str]:
     from ..resources import resource_dir
 
-    needed = ["answer", "judge_window", "quote_answer"]
+    needed = ["answer", "judge_window", "quote_answer", "pick_sentence"]
     folder = resource_dir("prompts")
     absent = [n for n in needed if not (folder / f"{n}.txt").is_file()]
     return ("prompts", "missing" if absent else "ok", f"{folder}" + (f" lacks {', '.join(absent)}" if absent else ""))

@@ -100,10 +100,11 @@ WEAK_JUDGE = 0.2  # held-out pair accuracy below which the calibrated judge is s
 
 
 def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, quiet: bool) -> None:
-    """Fit the LLM judge's threshold on the packaged training-book pairs (evaluate.llm_calibration)."""
+    """Fit the LLM judge's threshold (generate.judge: pick or yesno) on the packaged training-book
+    pairs (evaluate.llm_calibration)."""
     from ..errors import ConfigError
-    from ..evaluate.llm_calibration import calibrate_llm, read_sample, save_decision
-    from ..generate.models import CALIBRATION_SAMPLE, window_decision_path
+    from ..evaluate.llm_calibration import calibrate_llm, calls_needed, read_sample, save_decision
+    from ..generate.models import CALIBRATION_SAMPLE, llm_decision_path
     from ..llm import get_llm
     from ..progress import StageProgress
     from ..settings import load_settings
@@ -111,27 +112,32 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
     if backend not in ("openai", "llamacpp"):
         raise ConfigError(f"--llm {backend}: calibrate an LLM backend (openai or llamacpp)")
     settings = load_settings(llm=backend)
+    judge = settings.generate.judge
+    if judge == "model":
+        raise ConfigError("generate.judge = model: the reader's model decides, there is no LLM threshold to fit")
     model_llm = get_llm(settings.llm)
     if model_llm is None:
         raise ConfigError(f"--llm {backend}: no such LLM is configured")
     if target_cwar is not None:
         raise ConfigError("--target-cwar applies to a repository's RCS gate; the LLM judge's threshold is fitted on pairs")
     windows = settings.generate.judge_windows
-    pairs = read_sample(CALIBRATION_SAMPLE)[:limit]
-    total = sum(min(windows, len(r["says"])) + min(windows, len(r["silent"])) for r in pairs)
+    total = calls_needed(read_sample(CALIBRATION_SAMPLE)[:limit], windows, judge)
+    what = "sentence named per excerpt" if judge == "pick" else "P(yes) per excerpt"
     with StageProgress(enabled=not quiet) as bars:
-        with bars.stage("P(yes) per excerpt", total) as advance:
+        with bars.stage(what, total) as advance:
             decision, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, windows, progress=lambda: advance(1),
-                                             limit=limit)
-    path = save_decision(decision, window_decision_path(model_llm))
+                                             limit=limit, judge=judge)
+    path = save_decision(decision, llm_decision_path(model_llm, judge))
     held, fit = report["held_out_by_book"], report["in_sample"]
-    typer.echo(f"judge threshold for {report['backend']} ({report['model']}): {path}\n  tau {report['tau']:.3f} on "
-               f"{report['pairs']} pairs from {len(report['books'])} training books ({windows} excerpts a side); "
-               f"held out by book: answered where the book says {held['answered_where_says']:.0%}, refused where "
-               f"it does not {held['refused_where_not']:.0%}, both {held['both']:.0%} (in sample {fit['both']:.0%}; "
-               f"a decision from the wording alone: 0%)")
+    typer.echo(f"{judge} judge threshold for {report['backend']} ({report['model']}): {path}\n  tau {report['tau']:.3f} "
+               f"({report['feature']}) on {report['pairs']} pairs from {len(report['books'])} training books ({windows} "
+               f"excerpts a side); held out by book: answered where the book says {held['answered_where_says']:.0%}, "
+               f"refused where it does not {held['refused_where_not']:.0%}, both {held['both']:.0%} (in sample "
+               f"{fit['both']:.0%}; a decision from the wording alone: 0%)")
     if held["both"] < WEAK_JUDGE:
         from rich.console import Console
 
-        Console(stderr=True).print(f"[yellow]warning: held out, this model's P(yes) gets both sides of only {held['both']:.0%} of the "
+        reading = "pick" if judge == "pick" else "P(yes)"
+        Console(stderr=True).print(f"[yellow]warning: held out, this model's {reading} gets both sides of only "
+                                   f"{held['both']:.0%} of the "
                   "pairs right: its judgements hardly depend on whether the excerpt states the answer[/yellow]")

@@ -107,7 +107,7 @@ def ask(question: str, pipe: Session, exclude: set[str] | None = None, docs: lis
                            f"score {score} is below the threshold {threshold}{widened}.")
     with _Timer(costs, "evidence"):
         reading = read_evidence(retrieval.question, retrieval.evidence, pipe.state, pipe.settings.embed.model, pipe.encode)
-    if pipe.llm is not None and cfg.evidence_constraint and cfg.judge in ("auto", "pick"):
+    if pipe.llm is not None and cfg.evidence_constraint and cfg.judge in ("yesno", "pick"):
         with _Timer(costs, "judge") as cost:
             if cfg.judge == "pick":
                 return _llm_picks(answer, reading, pipe, cost)
@@ -230,7 +230,7 @@ def _llm_reads(answer: Answer, reading: Reading, pipe: Session, cost: StageCost)
     excerpts = judge_excerpts_of(reading, pipe.state, pipe.settings.generate.judge_windows, pipe.settings.chunk.encoding)
     if not excerpts:
         return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: no evidence was retrieved.")
-    decision = window_decision(pipe.llm)
+    decision = llm_decision(pipe.llm, "yesno")
     tau = decision["tau"] if decision else UNCALIBRATED_TAU
     feature = decision.get("feature", "max") if decision else "max"
     readings, score, best = _judge_excerpts(answer.question, excerpts, pipe, cost, tau, feature)
@@ -256,14 +256,16 @@ def _llm_reads(answer: Answer, reading: Reading, pipe: Session, cost: StageCost)
 def _llm_picks(answer: Answer, reading: Reading, pipe: Session, cost: StageCost) -> Answer:
     """The LLM names, excerpt by excerpt, the numbered sentence that states the answer (or none);
     the score compares the excerpts' P(some sentence) (window_judge.pick_sentence) against the
-    packaged threshold (models/pick_decision.json); the answer is the best excerpt's sentence."""
+    threshold `pagerag calibrate --llm` fitted for this LLM, else the packaged one (fitted for the
+    local 1.5B: models/pick_decision.json); the answer is the best excerpt's sentence."""
     from .models import pick_decision
     from .window_judge import judge_excerpts_of, null_p_some, pick_score, pick_sentence
 
     excerpts = judge_excerpts_of(reading, pipe.state, pipe.settings.generate.judge_windows, pipe.settings.chunk.encoding)
     if not excerpts:
         return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: no evidence was retrieved.")
-    decision = pick_decision()
+    calibrated = llm_decision(pipe.llm, "pick")
+    decision = calibrated or pick_decision()
     feature, tau = decision["feature"], float(decision["tau"])
     readings = [pick_sentence(pipe.llm, answer.question, excerpt, cost) for excerpt in excerpts]
     answer.judged = [{"n": r.excerpt.n, "passage_id": r.excerpt.passage_id, "p_some": round(r.p_yes, 4),
@@ -275,7 +277,8 @@ def _llm_picks(answer: Answer, reading: Reading, pipe: Session, cost: StageCost)
     about = ", ".join(book_names_of(answer)[:3]) or "the question's subject"
     shown = f"P(some sentence) {best.p_yes:.2f}" + (f" vs {null:.2f} on a text that answers nothing"
                                                      if null is not None else "") + f", {feature} {score:.2f}"
-    answer.verdict = Verdict(sufficient, "llm-pick", "" if sufficient else f"no sentence about {about} was named as "
+    answer.verdict = Verdict(sufficient, "llm-pick" if calibrated else "llm-pick (packaged threshold)",
+                             "" if sufficient else f"no sentence about {about} was named as "
                              f"stating the answer (the best excerpt: {shown} < {tau:.2f})", round(score, 4),
                              f"best excerpt's {shown} vs tau {tau:.2f} ({len(readings)} excerpts read)")
     if not sufficient:
@@ -323,13 +326,14 @@ def _answer_from_quote(answer: Answer, chosen, pipe: Session) -> Answer:
     return answer
 
 
-def window_decision(llm) -> dict | None:
-    """The threshold `pagerag calibrate --llm` fitted on pairs for this backend and model, or None."""
+def llm_decision(llm, judge: str) -> dict | None:
+    """The threshold `pagerag calibrate --llm` fitted on pairs for judge `judge` with this backend
+    and model, or None."""
     import json
 
-    from .models import window_decision_path
+    from .models import llm_decision_path
 
-    path = window_decision_path(llm)
+    path = llm_decision_path(llm, judge)
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 

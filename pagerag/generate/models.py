@@ -5,8 +5,8 @@ fitted for a user's LLM.
     models/pick_decision.json    the pick judge's score and threshold (generate.judge = pick)
     ../confidence/book_rcs.json  the book RCS model (the gate's default, gate.py)
     ../read/model/               the reader itself (pagerag.read)
-    <cache>/calibration/<backend>-<model>.windows.json   the LLM judge's threshold for one LLM,
-                                 fitted on training-book pairs by `pagerag calibrate --llm BACKEND`
+    <cache>/calibration/<backend>-<model>.<pick|windows>.json   the pick or yes/no judge's threshold
+                                 for one LLM, fitted on training-book pairs by `pagerag calibrate --llm BACKEND`
 
 All are logistic models (confidence.model.RCSModel files) fitted on the 15 training books (`python
 -m pagerag.train.fit --write`; the LLM decision on the packaged calibration sample of them); each
@@ -67,8 +67,11 @@ def llm_key(llm) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{llm.name}-{llm.model}").strip("-")[:120]
 
 
-def window_decision_path(llm) -> Path:
-    """Where `pagerag calibrate --llm` keeps the window judge's threshold for this LLM."""
+DECISION_FILE = {"pick": "pick", "yesno": "windows"}  # generate.judge -> the suffix of its decision file
+
+
+def llm_decision_path(llm, judge: str) -> Path:
+    """Where `pagerag calibrate --llm` keeps judge `judge`'s threshold for this LLM."""
     from ..offline import cache_root
 
-    return cache_root() / "calibration" / f"{llm_key(llm)}.windows.json"
+    return cache_root() / "calibration" / f"{llm_key(llm)}.{DECISION_FILE[judge]}.json"

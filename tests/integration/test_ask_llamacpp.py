@@ -1,8 +1,9 @@
 """The policy with an in-process GGUF (llamacpp backend): plumbing only. The tiny model
-(SmolLM2-135M) cannot judge, so the test checks that the window judge's calls (a yes/no call per
-excerpt, P(yes) from the model's own token probabilities; a quote request where P(yes) reaches
-the threshold) and, with judge = model, the answer call run, cost what they report, keep the
-model loaded, and end in a valid decision."""
+(SmolLM2-135M) cannot judge, so the test checks that the judges' calls -- the pick's (the default:
+a numbered-sentence call per excerpt and one on the control text, P(some sentence) from the
+model's own token probabilities), yesno's (a yes/no call per excerpt; a quote request where P(yes)
+reaches the threshold) and, with judge = model, the answer call -- run, cost what they report,
+keep the model loaded, and end in a valid decision."""
 from __future__ import annotations
 
 import os
@@ -41,13 +42,23 @@ def test_local_gguf_runs_the_whole_policy(printer_repo, tiny_gguf, tmp_path):
     # a judge prompt is one passage (~200 tokens) and a 300-token excerpt budget keeps the answer
     # prompt inside that context too.
     llm = {"backend": "llamacpp", "gguf": str(tiny_gguf), "threads": 1, "n_ctx": 1024, "cache": False}
-    rag = PageRAG(printer_repo, llm=llm, generate={"context_tokens": 300, "answer_max_tokens": 24},
+    windows = PageRAG(printer_repo).settings.generate.judge_windows
+    pick = PageRAG(printer_repo, llm=llm, generate={"context_tokens": 300, "answer_max_tokens": 24},
+                   confidence=permissive_gate(tmp_path))
+    picked = pick.ask(ANSWERABLE)
+    loads = load_count()
+    # not calibrated for this model: the pick with the threshold packaged for the local 1.5B
+    assert picked.verdict.method == "llm-pick (packaged threshold)" and len(picked.judged) == windows
+    assert all(0.0 < j["p_some"] < 1.0 for j in picked.judged)  # token probabilities, not a written number
+    assert picked.tokens["judge"]["prompt"] > 100 * windows and picked.latency_ms["judge"] > 0
+    assert picked.decision == "answered" or picked.reason in REFUSAL_REASONS
+    for citation in picked.citations:
+        assert citation.quote in pick.state.source_text(citation.doc_id)
+    rag = PageRAG(printer_repo, llm=llm, generate={"judge": "yesno", "context_tokens": 300, "answer_max_tokens": 24},
                   confidence=permissive_gate(tmp_path))
     answer = rag.ask(ANSWERABLE)
-    loads = load_count()
     # not calibrated for this model (`pagerag calibrate --llm llamacpp`): the window judge at 0.5
     assert answer.backend == "llamacpp" and answer.verdict.method == "llm-windows (uncalibrated)"
-    windows = rag.settings.generate.judge_windows
     assert 1 <= len(answer.judged) <= windows and [j["n"] for j in answer.judged] == list(range(1, len(answer.judged) + 1))
     # P(yes) from the model's token probabilities: strictly between 0 and 1 (a text reply gives 0 or 1)
     assert all(0.0 < j["p_yes"] < 1.0 for j in answer.judged)

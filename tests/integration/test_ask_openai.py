@@ -1,6 +1,6 @@
 """The full policy with the `openai` backend against a real loopback HTTP server.
 
-With `generate.judge = "auto"` (the default) the LLM reads the first evidence passages one at a
+With `generate.judge = "yesno"` (the default is `pick`: test_ask_pick.py) the LLM reads the first evidence passages one at a
 time (generate.window_judge): a yes/no call per excerpt, P(yes) from the first token's
 log-probabilities (the yes/no text when the server gives none), and, where P(yes) reaches the
 threshold, a follow-up asking for the sentence that states the answer -- which must be in the
@@ -92,7 +92,7 @@ def gate(tmp_path_factory):
 
 def ask(printer_repo, gate, server, question=QUESTION, **sections):
     # a lax sufficiency threshold unless a test sets one: the judge = model tests are about what follows it
-    sections["generate"] = {"target_cwar": 0.99, **sections.get("generate", {})}
+    sections["generate"] = {"target_cwar": 0.99, "judge": "yesno", **sections.get("generate", {})}
     return PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate, **sections).ask(question)
 
 
@@ -111,7 +111,7 @@ def book_text(printer_repo, citation) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# the window judge (judge = auto)
+# the window judge (judge = yesno)
 
 
 def test_the_judge_reads_excerpts_one_at_a_time_and_answers_from_the_quoted_sentence(printer_repo, gate):
@@ -186,7 +186,7 @@ def test_every_excerpt_judged_no_is_insufficient_evidence_without_a_quote_call(p
 @pytest.mark.parametrize("mode", ["reject_logprobs", "ignore_logprobs"])
 def test_without_log_probabilities_the_yes_no_reply_decides(printer_repo, gate, mode):
     with LoopbackOpenAIServer(reply=judge_reply(), top_logprobs=YES, mode=mode) as server:
-        rag = PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate)
+        rag = PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate, generate={"judge": "yesno"})
         answer = rag.ask(QUESTION)
         first = [kind_of(b) for b in server.bodies]
         refused = rag.ask(UNANSWERABLE)
@@ -201,14 +201,14 @@ def test_without_log_probabilities_the_yes_no_reply_decides(printer_repo, gate, 
 
 
 def test_a_calibrated_threshold_is_used_for_its_backend_and_model(printer_repo, gate, tmp_path, monkeypatch):
-    from pagerag.generate.models import window_decision_path
+    from pagerag.generate.models import llm_decision_path
     from pagerag.llm import get_llm
     from pagerag.settings import load_settings
 
     monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path))
     with LoopbackOpenAIServer(reply=judge_reply(), top_logprobs=YES) as server:
         before = ask(printer_repo, gate, server)
-        path = window_decision_path(get_llm(load_settings(environ={}, llm=loopback_llm(server)).llm))
+        path = llm_decision_path(get_llm(load_settings(environ={}, llm=loopback_llm(server)).llm), "yesno")
         assert path == tmp_path / "calibration" / "openai-loopback-model.windows.json" and not path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"tau": 0.95}), encoding="utf-8")
@@ -226,13 +226,13 @@ def test_a_contrast_threshold_answers_only_where_one_excerpt_stands_out(printer_
     """Calibrated with the contrast score (the best excerpt's logit above the mean of the others'),
     every excerpt is judged before the decision; a model that says yes to every excerpt alike does
     not answer, one whose yes stands out on the excerpt stating the sum does, from that excerpt."""
-    from pagerag.generate.models import window_decision_path
+    from pagerag.generate.models import llm_decision_path
     from pagerag.llm import get_llm
     from pagerag.settings import load_settings
 
     monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path))
     with LoopbackOpenAIServer(reply=judge_reply(), top_logprobs=YES) as server:
-        path = window_decision_path(get_llm(load_settings(environ={}, llm=loopback_llm(server)).llm))
+        path = llm_decision_path(get_llm(load_settings(environ={}, llm=loopback_llm(server)).llm), "yesno")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"tau": 1.0, "feature": "contrast"}), encoding="utf-8")
         alike = ask(printer_repo, gate, server)

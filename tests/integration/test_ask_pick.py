@@ -1,10 +1,11 @@
-"""`generate.judge = pick` with the `openai` backend against a real loopback HTTP server.
+"""`generate.judge = pick` (the default) with the `openai` backend against a real loopback HTTP server.
 
 Each of the first evidence passages is shown alone with its sentences numbered; the model replies
 with the number of the sentence that states the answer, or 0. P(some sentence) comes from the
 first reply token's log-probabilities over the numbers (the written number when the server gives
 none); the best excerpt's score, relative to the same question asked of a text that answers
-nothing, against the packaged threshold decides; the answer is the named
+nothing, against the threshold `pagerag calibrate --llm` fitted for the backend and model (else
+the packaged one, fitted for the local 1.5B) decides; the answer is the named
 sentence, quoted from the book and cited. The loopback model reads the numbered sentences it is
 shown, as a model would: it names the one that states the sum, if any."""
 from __future__ import annotations
@@ -53,8 +54,7 @@ def gate(tmp_path_factory):
 
 
 def ask(printer_repo, gate, server, question=ANSWERABLE):
-    return PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate,
-                   generate={"judge": "pick"}).ask(question)
+    return PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate).ask(question)  # the default judge
 
 
 def test_the_named_sentence_is_the_answer_quoted_from_the_book(printer_repo, gate):
@@ -66,7 +66,7 @@ def test_the_named_sentence_is_the_answer_quoted_from_the_book(printer_repo, gat
     assert sum(NULL_EXCERPT.split(".")[0] in b["messages"][-1]["content"] for b in bodies) == 1
     for body in bodies:  # at most 9 numbered sentences, so a number is one token
         assert 1 <= len(numbered(body)) <= 9
-    assert answer.decision == "answered" and answer.verdict.method == "llm-pick"
+    assert answer.decision == "answered" and answer.verdict.method == "llm-pick (packaged threshold)"
     assert fold_space(answer.citations[0].quote) == BOOK_SENTENCE
     assert answer.answer == f"\u201c{fold_space(answer.citations[0].quote)}\u201d [1]"
     assert sorted(j["p_some"] > 0.9 for j in answer.judged) == [False, False, False, True]
@@ -107,3 +107,24 @@ def test_without_log_probabilities_the_written_number_decides(printer_repo, gate
         answer = ask(printer_repo, gate, server)
     assert answer.decision == "answered" and fold_space(answer.citations[0].quote) == BOOK_SENTENCE
     assert sorted(j["p_some"] for j in answer.judged) == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_a_threshold_calibrated_for_the_backend_and_model_replaces_the_packaged_one(printer_repo, gate, tmp_path,
+                                                                                    monkeypatch):
+    import json
+
+    from pagerag.generate.models import llm_decision_path
+    from pagerag.llm import get_llm
+    from pagerag.settings import load_settings
+
+    monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path))
+    with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum) as server:
+        path = llm_decision_path(get_llm(load_settings(environ={}, llm=loopback_llm(server)).llm), "pick")
+        assert path == tmp_path / "calibration" / "openai-loopback-model.pick.json"
+        before = ask(printer_repo, gate, server)
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"feature": "null", "tau": before.verdict.score + 0.5}), encoding="utf-8")
+        after = ask(printer_repo, gate, server)
+    assert before.decision == "answered"
+    assert after.decision == "refused" and after.reason == INSUFFICIENT and after.verdict.method == "llm-pick"
+    assert after.verdict.score == before.verdict.score and f"tau {before.verdict.score + 0.5:.2f}" in after.verdict.detail

@@ -1,9 +1,10 @@
 """`pagerag calibrate --llm openai` through a real OpenAI-compatible server on loopback: the
-window judge's threshold is fitted on the packaged training-book pairs (one question asked of a
-book that states its answer and of one that does not), from the LLM's P(yes) on each of the first
-`generate.judge_windows` excerpts of each side; it is stored for that backend and model and then
-used by `ask`. A model that reads the excerpts gets most pairs right on both sides held out by
-book; one that says yes to everything gets none, and the report says so."""
+judge's threshold is fitted on the packaged training-book pairs (one question asked of a book that
+states its answer and of one that does not), from the LLM's reading of each of the first
+`generate.judge_windows` excerpts of each side -- the pick's P(some sentence) (the default judge,
+with the control text once a question) or yesno's P(yes); it is stored for that backend, model and
+judge and then used by `ask`. A model that reads the excerpts gets most pairs right on both sides
+held out by book; one that says yes to everything gets none, and the report says so."""
 from __future__ import annotations
 
 import json
@@ -23,7 +24,8 @@ from tests.helpers.openai_server import LoopbackOpenAIServer
 LIMIT = 20
 YES = {"Yes": -0.05, "No": -3.0}  # P(yes) 0.95
 NO = {"Yes": -3.0, "No": -0.05}  # P(yes) 0.05
-FILE = "openai-loopback-model.windows.json"
+FILE = "openai-loopback-model.windows.json"  # yesno's; the pick's is .pick.json
+NUMBERED = re.compile(r"^\[(\d)\] (.*)$", re.M)
 
 pytestmark = pytest.mark.skipif(not CALIBRATION_SAMPLE.is_file(), reason=f"{CALIBRATION_SAMPLE.name} not packaged")
 
@@ -58,9 +60,10 @@ def oracle():
     return logprobs
 
 
-def run_cli(args: list[str], server: LoopbackOpenAIServer, cache) -> subprocess.CompletedProcess:
+def run_cli(args: list[str], server: LoopbackOpenAIServer, cache, judge: str = "yesno") -> subprocess.CompletedProcess:
     env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-loopback",
-           "PAGERAG_CACHE_DIR": str(cache), "PAGERAG_LLM__CACHE": "false", "PAGERAG_LLM__MAX_RETRIES": "0"}
+           "PAGERAG_CACHE_DIR": str(cache), "PAGERAG_LLM__CACHE": "false", "PAGERAG_LLM__MAX_RETRIES": "0",
+           "PAGERAG_GENERATE__JUDGE": judge}
     return subprocess.run([sys.executable, "-m", "pagerag", *args], capture_output=True, text=True, env=env, timeout=600)
 
 
@@ -73,6 +76,21 @@ def held_out(stdout: str) -> dict[str, float]:
     line = stdout[stdout.index("held out by book"):]
     found = re.search(r"says (\d+)%, refused where it does not (\d+)%, both (\d+)%", line)
     return dict(zip(("answered", "refused", "both"), (int(x) / 100 for x in found.groups())))
+
+
+def pick_oracle():
+    """A loopback LLM that names (log-probabilities over the numbers) the sentence holding one of
+    the pair's gold answers, and 0 where none does -- on the control text too."""
+    answers = gold_answers()
+
+    def logprobs(body: dict) -> dict[str, float]:
+        user = body["messages"][-1]["content"]
+        question = fold_space(re.search(r"^Question: (.*)$", user, re.M).group(1))
+        golds = answers.get(question, [])
+        naming = [n for n, sentence in NUMBERED.findall(user) if any(a in sentence.lower() for a in golds)]
+        return {naming[0]: -0.05, "0": -3.0} if naming else {"0": -0.05, "1": -3.0}
+
+    return logprobs
 
 
 def test_the_packaged_pairs_hold_both_sides_of_each_question():
@@ -99,6 +117,26 @@ def test_calibrate_fits_and_stores_the_judges_threshold_for_the_backend_and_mode
     figures = held_out(done.stdout)
     assert figures["both"] > 0.6 and decision["held_out_by_book"]["both"] == pytest.approx(figures["both"], abs=0.01)
     assert f"tau {decision['tau']:.3f}" in done.stdout and f"{LIMIT} pairs" in done.stdout
+
+
+def test_calibrate_fits_the_pick_judges_threshold_by_default(tmp_path):
+    windows = load_settings(environ={}).generate.judge_windows
+    with LoopbackOpenAIServer(top_logprobs=pick_oracle()) as server:
+        done = run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path,
+                       judge="pick")
+        bodies = list(server.bodies)
+    assert done.returncode == 0, done.stderr
+    path = tmp_path / "calibration" / "openai-loopback-model.pick.json"
+    assert path.is_file() and str(path) in done.stdout and not (tmp_path / "calibration" / FILE).exists()
+    # one numbered-sentence call an excerpt, and one a question on the control text
+    assert len(bodies) == excerpts_asked(windows) + LIMIT
+    assert all(b.get("logprobs") and b["max_tokens"] == 1 and "sentence by sentence" in b["messages"][-1]["content"]
+               for b in bodies)
+    decision = json.loads(path.read_text(encoding="utf-8"))
+    assert decision["judge"] == "pick" and decision["feature"] in ("null", "max", "contrast")
+    assert decision["pairs"] == LIMIT and all("null" in row for row in decision["p_yes"])
+    figures = held_out(done.stdout)
+    assert figures["both"] > 0.6 and decision["held_out_by_book"]["both"] == pytest.approx(figures["both"], abs=0.01)
 
 
 def test_a_model_that_says_yes_to_everything_gets_no_pair_right(tmp_path):
@@ -153,11 +191,11 @@ def test_ask_uses_the_threshold_once_calibrated(printer_repo, tmp_path, monkeypa
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
         monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path))
-        before = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off"}).ask(ANSWERABLE)
+        before = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off", "judge": "yesno"}).ask(ANSWERABLE)
         assert before.verdict is not None and before.verdict.method == "llm-windows (uncalibrated)"
         assert "tau 0.50" in before.verdict.detail
         assert run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path).returncode == 0
         tau = json.loads((tmp_path / "calibration" / FILE).read_text(encoding="utf-8"))["tau"]
-        after = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off"}).ask(ANSWERABLE)
+        after = PageRAG(printer_repo, llm="openai", generate={"rcs_gate": "off", "judge": "yesno"}).ask(ANSWERABLE)
     assert after.verdict is not None and after.verdict.method == "llm-windows"
     assert f"tau {tau:.2f}" in after.verdict.detail

@@ -47,3 +47,11 @@ def test_bad_settings_are_one_clear_error(tmp_path):
         load_settings(config_file=_toml(tmp_path, 'pipeline = "nope"\n'), environ={})
     with pytest.raises(ConfigError, match="setting 'chunk.tokens'"):
         load_settings(environ={}, sets=["chunk.tokens=3"])
+
+
+def test_the_judge_is_the_pick_and_its_old_name_auto_still_means_yes_no(tmp_path):
+    assert load_settings(environ={}).generate.judge == "pick"
+    assert load_settings(config_file=_toml(tmp_path, '[generate]\njudge = "auto"\n'), environ={}).generate.judge == "yesno"
+    assert load_settings(environ={"PAGERAG_GENERATE__JUDGE": "auto"}).generate.judge == "yesno"
+    with pytest.raises(ConfigError, match="generate.judge"):
+        load_settings(environ={}, sets=["generate.judge=maybe"])
