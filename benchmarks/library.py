@@ -7,6 +7,8 @@
     python benchmarks/library.py --work DIR --remeasure                     # warm/cold/recall again, this code
     nice -n 19 python benchmarks/library.py --work DIR --redo-last          # the last add again, this code
     python benchmarks/library.py --work DIR --project RAY_DIR                # a 1,000-book library on 32 cores
+    nice -n 19 python benchmarks/library.py --work DIR --split-words 1500 --steps 50x20 --ann-min-rows 5000
+                                     # ~1,000 documents: every book cut into parts of ~1,500 words, adds of 50
 
 Books: the 20 GraphRAG-Bench novels and the 6 others in books/; the first step builds one book
 (Novel-44557, a test book), each later step runs `pagerag add` on the next few. Per step:
@@ -25,6 +27,11 @@ Books: the 20 GraphRAG-Bench novels and the 6 others in books/; the first step b
                with exact search over the questions' vectors
   exact search with an ANN index, warm p50/p95 again with retrieve.dense_search = memory (exact
                search over the vectors in memory, what the default does below 100,000 passages)
+With --split-words N every book is cut at paragraph ends into documents of about N words
+(<work>/parts/<book>-pNNN.txt, a book's parts in order, books in the order above), and --steps
+counts documents (`50x20`: twenty adds of 50); a book's questions join the fixed set once its last
+part is in, and its "own book" is any of its parts. The table then also gives each add's driver
+seconds (the global stages: lexical index, raw graph, governance, communities, entity vectors).
 Everything is appended to <work>/library.jsonl as it goes, so a partial run is a partial table.
 """
 from __future__ import annotations
@@ -56,6 +63,46 @@ def books(data_dir: Path) -> list[Path]:
         if others:
             mixed.append(others.pop(0))
     return first + mixed
+
+
+def split_books(all_books: list[Path], words: int, out: Path) -> list[Path]:
+    """Each book cut at sentence ends (pagerag's sentence splitter; the novels are one line each)
+    into parts of about `words` words, the book's own text between the cuts (a short remainder
+    joins the last part); written once to `out`; the parts in book order."""
+    sys.path.insert(0, str(REPO_ROOT))
+    from pagerag.text.sentences import split_sentences
+
+    out.mkdir(parents=True, exist_ok=True)
+    parts: list[Path] = []
+    for book in all_books:
+        text = book.read_text(encoding="utf-8", errors="replace")
+        cuts, count = [0], 0
+        for start, end in split_sentences(text):
+            count += len(text[start:end].split())
+            if count >= words:
+                cuts.append(end)
+                count = 0
+        if count < words // 3 and len(cuts) > 1:
+            cuts.pop()  # the remainder joins the last part
+        cuts.append(len(text))
+        for i, (a, b) in enumerate(zip(cuts, cuts[1:]), start=1):
+            path = out / f"{book.stem}-p{i:03d}.txt"
+            if not path.is_file():
+                path.write_text(text[a:b].strip() + "\n", encoding="utf-8")
+            parts.append(path)
+    return parts
+
+
+def book_of(path: Path, split: bool) -> str:
+    return path.stem.rsplit("-p", 1)[0] if split else path.stem
+
+
+def step_sizes(spec: str) -> list[int]:
+    """`1,1,2` or `50x20` (twenty steps of 50)."""
+    if "x" in spec:
+        size, count = spec.split("x")
+        return [int(size)] * int(count)
+    return [int(s) for s in spec.split(",")]
 
 
 def questions(data_dir: Path, stem: str, per_book: int) -> list[dict]:
@@ -100,7 +147,7 @@ for q in qs:
     else:
         hit = [statement_located(g, spans) for g in q["gold"]]
     rows.append({"book": q["book"], "ms": r.timings_ms["total"], "recall": sum(hit) / len(hit),
-                 "own_book": any(e.doc_id == q["doc_id"] for e in r.evidence)})
+                 "own_book": any(e.doc_id == q["doc_id"] or e.doc_id.startswith(q["doc_id"] + "-p") for e in r.evidence)})
 ann = None
 state = rag.state
 if (state.manifest.get("ann") or {}).get("rows"):
@@ -165,14 +212,16 @@ def disk_mb(path: Path) -> float:
 
 def print_table(rows: list[dict]) -> None:
     print("| step | books | words | passages | add s/100k words | peak RSS MB | disk MB | warm p50 / p95 ms | "
-          "cold s | recall (all) | recall (first book) | own book in evidence | ANN r@10 | warm p50 / p95 ms, exact search |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "cold s | recall (all) | recall (first book) | own book in evidence | ANN r@10 | warm p50 / p95 ms, exact search |"
+          " add s | driver s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        driver = f" {r['seconds']:.0f} | {r['driver_s']:.1f} |" if "driver_s" in r else " | |"
         ann = f"{r['ann_recall10']:.3f}" if r.get("ann_recall10") is not None else "exact"
         memory = f"{r['p50_memory_ms']:.0f} / {r['p95_memory_ms']:.0f}" if "p50_memory_ms" in r else ""
         print(f"| {r['step']} | {r['books']} | {r['words']:,} | {r['passages']:,} | {r['s_per_100k']:.1f} | "
               f"{r['peak_rss_mb']:.0f} | {r['disk_mb']:.0f} | {r['p50_ms']:.0f} / {r['p95_ms']:.0f} | {r['cold_s']:.2f} | "
-              f"{r['recall_all']:.3f} | {r['recall_first']:.3f} | {r['own_book']:.2f} | {ann} | {memory} |")
+              f"{r['recall_all']:.3f} | {r['recall_first']:.3f} | {r['own_book']:.2f} | {ann} | {memory} |" + driver)
 
 
 def main() -> None:
@@ -185,7 +234,10 @@ def main() -> None:
                     help="What a cold process runs: retrieve (until `ask` works on this commit) or ask.")
     ap.add_argument("--per-book", type=int, default=6, help="Questions per book in the fixed set.")
     ap.add_argument("--ann-min-rows", type=int, default=None, help="embed.ann_min_rows for the adds (default: the setting's).")
-    ap.add_argument("--steps", default=",".join(map(str, STEPS)), help="Books added per step.")
+    ap.add_argument("--steps", default=",".join(map(str, STEPS)), help="Books (documents with --split-words) added "
+                    "per step: 1,1,2 or 50x20.")
+    ap.add_argument("--split-words", type=int, default=None, help="Cut every book into documents of about this many "
+                    "words first (a library of ~1,000 documents at 1,500).")
     ap.add_argument("--report", action="store_true", help="Only print the table of <work>/library.jsonl.")
     ap.add_argument("--remeasure", action="store_true", help="Measure the grown library's warm retrieval, cold "
                     "process and recall again with this checkout's code (no add); appended to <work>/remeasure.jsonl.")
@@ -216,24 +268,33 @@ def main() -> None:
         remeasure(repo, [json.loads(l) for l in log.read_text().splitlines()][-1], args, env)
         return
     all_books = books(args.data)
+    split = args.split_words is not None
+    if split:
+        all_books = split_books(all_books, args.split_words, args.work / "parts")
     if args.redo_last:
         redo_last(repo, [json.loads(l) for l in log.read_text().splitlines()], all_books, args, env)
         return
     done_rows = [json.loads(l) for l in log.read_text().splitlines()] if log.is_file() else []
     have = sum(r["added"] for r in done_rows)
     qs: list[dict] = []
-    step_sizes = [int(s) for s in args.steps.split(",")]
     position = 0
-    for step, size in enumerate(step_sizes, start=1):
+    first_book = book_of(all_books[0], split)
+    for step, size in enumerate(step_sizes(args.steps), start=1):
         batch = all_books[position : position + size]
         position += size
-        for book in batch:
-            from_book = questions(args.data, book.stem, args.per_book)
-            qs += [{**q, "doc_id": book.stem.lower()} for q in from_book]
+        for i, doc in enumerate(batch):
+            book = book_of(doc, split)
+            following = all_books[position - size + i + 1] if position - size + i + 1 < len(all_books) else None
+            if following is not None and book_of(following, split) == book:
+                continue  # its questions join once the book's last part is in
+            if not any(q["book"] == book for q in qs):
+                qs += [{**q, "doc_id": book.lower()} for q in questions(args.data, book, args.per_book)]
         if position <= have:
             continue  # resumed: this step is in the log
         if not batch:
             break
+        if not qs:  # no book complete yet: the first book's questions, for its parts in
+            qs = [{**q, "doc_id": first_book.lower()} for q in questions(args.data, first_book, args.per_book)]
         words = sum(len(b.read_text(encoding="utf-8", errors="replace").split()) for b in batch)
         verb = "build" if step == 1 and not repo.exists() else "add"
         cmd = [sys.executable, "-m", "pagerag.cli", verb, *map(str, batch), "--repo", str(repo), "-q",
@@ -247,9 +308,11 @@ def main() -> None:
             raise SystemExit(f"step {step}: {verb} failed ({code}): {err}")
         warm = warm_and_recall(repo, qs, args.work, env)
         ms = [r["ms"] for r in warm["rows"]]
-        first = [r["recall"] for r in warm["rows"] if r["book"] == all_books[0].stem]
+        first = [r["recall"] for r in warm["rows"] if r["book"] == first_book]
         manifest = json.loads((repo / "manifest.json").read_text())
-        row = {"step": step, "added": len(batch), "books": position, "words": manifest["stats"]["words"],
+        stage_seconds = manifest.get("stage_seconds", {})
+        row = {"step": step, "added": len(batch), "books": position,
+               "driver_s": round(sum(stage_seconds.get(k, 0) for k in DRIVER_STAGES), 1), "words": manifest["stats"]["words"],
                "passages": warm["passages"], "step_words": words, "seconds": round(wall, 1),
                "s_per_100k": wall / words * 1e5, "peak_rss_mb": rss, "disk_mb": disk_mb(repo),
                "p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95), "cold_s": cold(repo, qs, args.cold_command, env),

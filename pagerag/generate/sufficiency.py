@@ -11,7 +11,7 @@ Features (SUFFICIENCY_FEATURES, all from the question and the retrieved evidence
   names_evidence, attr_span  the share of the question's names the evidence mentions, the best
                   cover of its other words by one evidence span
   graph_*         what the graph added (paths, best path, community match, graph-only share)
-With an LLM (generate.judge = auto) the LLM reads instead (generate.window_judge); this model
+With an LLM (generate.judge = pick or yesno) the LLM reads instead (generate.window_judge); this model
 decides without one, or with generate.judge = model.
 Models are logistic (confidence.model), fitted on the training books by `python -m
 pagerag.train.fit` with nested leave-books-out cross-validation; tau comes from the model's
