@@ -97,7 +97,7 @@ class RepoState:
     @functools.cached_property
     def bm25(self):
         try:
-            return self.repo.bm25
+            return self.repo.lexical_index([p.doc_id for p in self.passages])
         except Exception as exc:
             raise RepositoryError(f"{self.path}: BM25 index is unreadable ({_short(exc)}); rebuild it") from None
 
