@@ -73,6 +73,7 @@ class RepoState:
         MB with the governed one)."""
         self.view(PREBUILT_VIEW)
         _write_pickle(_snapshot_path(self.key), (self.passages, self.vectors, self.stem_frequencies()))
+        forget_older_versions(self.data_key)
 
     def stem_frequencies(self) -> tuple[dict[str, int], int]:
         """How many passages hold each word stem, and the number of passages (for IDF)."""
@@ -103,8 +104,9 @@ class RepoState:
 
     @functools.cached_property
     def key(self) -> str:
-        """A digest naming this repository version and this code (for the pickled snapshot)."""
-        return hashlib.sha256(f"{self.data_key}|{_code_digest()}".encode()).hexdigest()[:20]
+        """This repository version and this code (for the pickled snapshot): the data key, then a
+        digest of the code."""
+        return f"{self.data_key}-{_code_digest()}"
 
     @functools.cached_property
     def data_key(self) -> str:
@@ -117,7 +119,8 @@ class RepoState:
         except OSError:
             stamp = 0
         created = str(self.manifest.get("created", ""))
-        return hashlib.sha256(f"{self.path.resolve()}|{created}|{stamp}".encode()).hexdigest()[:20]
+        version = hashlib.sha256(f"{self.path.resolve()}|{created}|{stamp}".encode()).hexdigest()[:20]
+        return f"{_path_key(self.path)}-{version}"  # the repository's path first: see forget_older_versions
 
     @functools.cached_property
     def token_counts(self) -> np.ndarray:
@@ -231,6 +234,35 @@ def _snapshot_path(key: str) -> Path:
     from ..offline import cache_root
 
     return cache_root() / "retrieve" / f"{key}-snapshot.pkl"
+
+
+def forget_older_versions(data_key: str) -> None:
+    """Remove the cache files (snapshots, community vectors) of this repository's older versions
+    but the newest one before `data_key`'s: a library grown by adds left one snapshot per version
+    (~100 MB each at 1,000 documents; 2 GB in one benchmark's cache). The version before is kept
+    for a reader still pinned to it (`.previous`); one older than that that is opened again builds
+    its snapshot again. Files other processes have open stay readable until they close them."""
+    from ..offline import cache_root
+
+    path_key, current = data_key.split("-", 1)
+    folder = cache_root() / "retrieve"
+    by_version: dict[str, list[Path]] = {}
+    for path in folder.glob(f"{path_key}-*"):
+        version = path.name.split("-")[1]
+        if not path.name.endswith("-by-text.npz"):  # the texts' vectors kept across versions
+            by_version.setdefault(version, []).append(path)
+    older = sorted((v for v in by_version if v != current),
+                   key=lambda v: max(_mtime(p) for p in by_version[v]), reverse=True)
+    for version in older[1:]:
+        for path in by_version[version]:
+            path.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _load_snapshot(key: str):

@@ -239,3 +239,36 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(docs, tmp_path):
     shown = subprocess.run([sys.executable, "-m", "pagerag.cli", "inspect", "--repo", str(repo), "--json"],
                            capture_output=True, text=True)
     assert json.loads(shown.stdout)["versions_kept"] == 1
+
+
+def test_the_query_cache_keeps_the_current_version_and_the_one_before(docs, tmp_path, monkeypatch):
+    """Each published version writes its query snapshot (and community vectors) to the cache; the
+    older versions' files go, but those of the version just before (a pinned reader's): a library
+    grown by 20 adds had left one ~100 MB snapshot per version."""
+    from pagerag.api import PageRAG
+    from pagerag.build import add_documents, build_repository
+    from pagerag.retrieve.state import _path_key, forget_state
+
+    monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path / "cache"))
+    repo = tmp_path / "lib.rag"
+    cache = tmp_path / "cache" / "retrieve"
+
+    def versions() -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for path in cache.glob(f"{_path_key(repo)}-*"):
+            if not path.name.endswith("-by-text.npz"):
+                found.setdefault(path.name.split("-")[1], []).append(path.name)
+        return found
+
+    build_repository([docs["a"]], repo, settings(), show_progress=False)
+    seen = [set(versions())]
+    for name in "bcd":
+        add_documents([docs[name]], repo, settings(), show_progress=False)
+        seen.append(set(versions()))
+    assert [len(s) for s in seen] == [1, 2, 2, 2]
+    assert seen[3] == {*(seen[3] - seen[2]), *(seen[2] - seen[1])}  # the newest and the one before
+    assert all(any(n.endswith("-governed-snapshot.pkl") for n in files) for files in versions().values())
+    forget_state(repo)
+    before = sorted(p.name for p in cache.iterdir())
+    evidence = PageRAG(repo, llm="extractive").retrieve("Who is Scrooge?").evidence
+    assert evidence and sorted(p.name for p in cache.iterdir()) == before  # read from the kept snapshot
