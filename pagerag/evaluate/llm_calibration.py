@@ -4,7 +4,8 @@ The judge (generate.window_judge) reads excerpts one at a time and answers from 
 its score reaches tau. Two judges (`generate.judge`): `pick` (the default) asks for the number of
 the sentence that states the answer, or 0, and scores an excerpt by P(some sentence); it also asks
 the question of a text that answers nothing, and the `null` score is how far the best excerpt
-stands above that. `yesno` asks whether the excerpt states the answer and scores it by P(yes). A stronger model than the project's local 1.5B says yes more sharply, a
+stands above that. `yesno` asks whether the excerpt states the answer and scores it by P(yes).
+A stronger model than the project's local 1.5B says yes more sharply, a
 weaker one less; tau is fitted for each backend and model on **pairs** from the 15 training books
 (`generate/models/calibration_pairs.jsonl.gz`, made by `python -m pagerag.train.calibration_sample`):
 each pair is one question with the excerpts the judge reads at question time in a book that
@@ -15,7 +16,9 @@ For each side the LLM gives P(yes) or P(some sentence) on each of its first
 `generate.judge_windows` excerpts (one short call each, cached); the side's score is the best of
 them (`max`), how far the best stands above the others (`contrast`, in logits: a small model's
 P(yes) moves with the question's form, and within one question with the excerpt), or, for the
-pick, above the control text (`null`) — whichever gets more pairs right held out by book. tau is the threshold that gets the most pairs right on both sides (the book that says: score >= tau; the book that does not:
+pick, above the control text (`null`) — whichever gets more pairs right held out by book. tau is
+the threshold that gets the most pairs right on both sides (the book that says: score >= tau; the
+book that does not:
 below), among those that refuse at least `MIN_REFUSED` of the silent sides when one can. The
 report gives the same figures held out by book (tau chosen on the other books), which is what to
 expect on books the calibration never saw. The threshold is stored in the cache
