@@ -222,3 +222,21 @@ def test_docs_fits_80_columns_with_whole_ids(small_library):
     for doc in listed:  # --wide: the file, the whole sha256 and the time added, on the document's line
         line = next(line for line in wide.stdout.splitlines() if line.startswith(doc["doc_id"] + " "))
         assert doc["file"] in line and doc["sha256"] in line and doc["added"] in line and doc["title"] in line
+
+
+FORK_AFTER_LANCEDB = ("import multiprocessing, sys\n"
+                      "if sys.argv[1] == 'pagerag':\n    import pagerag\n"
+                      "import lancedb\n"
+                      "child = multiprocessing.get_context('fork').Process(target=int)\n"
+                      "child.start(); child.join()\n")
+
+
+def test_a_fork_after_lancedb_prints_no_warning_once_pagerag_is_imported():
+    """A build forks spaCy's workers after LanceDB was imported; LanceDB's fork hook warned about it
+    in every build's output (the README's own command showed it twice). With pagerag imported the
+    warning is filtered; the control, without it, shows the same fork does warn."""
+    runs = {who: subprocess.run([sys.executable, "-c", FORK_AFTER_LANCEDB, who], capture_output=True, text=True,
+                                timeout=120) for who in ("pagerag", "control")}
+    assert all(run.returncode == 0 for run in runs.values()), {w: r.stderr for w, r in runs.items()}
+    assert "fork support" not in runs["pagerag"].stderr, runs["pagerag"].stderr
+    assert "fork support is experimental" in runs["control"].stderr
