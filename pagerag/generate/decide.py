@@ -109,9 +109,15 @@ def ask(question: str, pipe: Session, exclude: set[str] | None = None, docs: lis
         reading = read_evidence(retrieval.question, retrieval.evidence, pipe.state, pipe.settings.embed.model, pipe.encode)
     if pipe.llm is not None and cfg.evidence_constraint and cfg.judge in ("yesno", "pick"):
         with _Timer(costs, "judge") as cost:
+            from .window_judge import judge_excerpts_of
+
+            excerpts = judge_excerpts_of(reading, pipe.state, pipe.settings.generate.judge_windows,
+                                         pipe.settings.chunk.encoding)
+            if not excerpts:
+                return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: no evidence was retrieved.")
             if cfg.judge == "pick":
-                return _llm_picks(answer, reading, pipe, cost)
-            return _llm_reads(answer, reading, pipe, cost)
+                return _llm_picks(answer, excerpts, pipe, cost)
+            return _llm_reads(answer, excerpts, pipe, cost)
     with _Timer(costs, "read"):
         ranked = read_sentences(retrieval.question, reading.sentences, pipe.state, pipe.read_with())
     answer.reader = reader_summary(ranked)
@@ -222,29 +228,23 @@ def _sufficiency(retrieval, reading: Reading, gate: GateResult, pipe: Session) -
     return decide(model, features, model.tau_for(cfg.target_cwar), "model", book_names(retrieval))
 
 
-def _llm_reads(answer: Answer, reading: Reading, pipe: Session, cost: StageCost) -> Answer:
+def _llm_reads(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -> Answer:
     """The LLM reads the best excerpts one at a time (window_judge); it answers only from one it
     judged to state the answer, quoting a sentence that is really there."""
-    from .window_judge import UNCALIBRATED_TAU, judge_excerpts_of
+    from .window_judge import UNCALIBRATED_TAU
 
-    excerpts = judge_excerpts_of(reading, pipe.state, pipe.settings.generate.judge_windows, pipe.settings.chunk.encoding)
-    if not excerpts:
-        return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: no evidence was retrieved.")
     decision = llm_decision(pipe.llm, "yesno")
     tau = decision["tau"] if decision else UNCALIBRATED_TAU
     feature = decision.get("feature", "max") if decision else "max"
     readings, score, best = _judge_excerpts(answer.question, excerpts, pipe, cost, tau, feature)
     answer.judged = [{"n": r.excerpt.n, "passage_id": r.excerpt.passage_id, "p_yes": round(r.p_yes, 4),
                       "quote_found": r.quote is not None if r.reply else None} for r in readings]
-    sufficient = score >= tau
     shown = f"P(yes) {best.p_yes:.2f}" if feature == "max" else f"its P(yes) {best.p_yes:.2f}, {feature} {score:.2f}"
-    about = ", ".join(book_names_of(answer)[:3]) or "the question's subject"
-    answer.verdict = Verdict(sufficient, "llm-windows" if decision else "llm-windows (uncalibrated)",
-                             "" if sufficient else f"no excerpt about {about} states the answer (the best: {shown} < "
-                             f"{tau:.2f})", round(score, 4),
+    refused = _judge_verdict(answer, score, tau, "llm-windows" if decision else "llm-windows (uncalibrated)",
+                             f"no excerpt about {_about(answer)} states the answer (the best: {shown} < {tau:.2f})",
                              f"best excerpt's {shown} vs tau {tau:.2f} ({len(readings)} of {len(excerpts)} excerpts read)")
-    if not sufficient:
-        return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {answer.verdict.missing}.")
+    if refused:
+        return refused
     chosen = best if feature != "max" else next((r for r in readings if r.p_yes >= tau and r.quote is not None), None)
     if chosen is None or chosen.quote is None:
         return _refuse(answer, UNSUPPORTED, "The excerpt judged to state the answer does not contain the sentence the "
@@ -253,17 +253,14 @@ def _llm_reads(answer: Answer, reading: Reading, pipe: Session, cost: StageCost)
     return _answer_from_quote(answer, chosen, pipe)
 
 
-def _llm_picks(answer: Answer, reading: Reading, pipe: Session, cost: StageCost) -> Answer:
+def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -> Answer:
     """The LLM names, excerpt by excerpt, the numbered sentence that states the answer (or none);
     the score compares the excerpts' P(some sentence) (window_judge.pick_sentence) against the
     threshold `pagerag calibrate --llm` fitted for this LLM, else the packaged one (fitted for the
     local 1.5B: models/pick_decision.json); the answer is the best excerpt's sentence."""
     from .models import pick_decision
-    from .window_judge import judge_excerpts_of, null_p_some, pick_score, pick_sentence
+    from .window_judge import null_p_some, pick_score, pick_sentence
 
-    excerpts = judge_excerpts_of(reading, pipe.state, pipe.settings.generate.judge_windows, pipe.settings.chunk.encoding)
-    if not excerpts:
-        return _refuse(answer, INSUFFICIENT, "The evidence is insufficient: no evidence was retrieved.")
     calibrated = llm_decision(pipe.llm, "pick")
     decision = calibrated or pick_decision()
     feature, tau = decision["feature"], float(decision["tau"])
@@ -273,20 +270,30 @@ def _llm_picks(answer: Answer, reading: Reading, pipe: Session, cost: StageCost)
     null = null_p_some(pipe.llm, answer.question, cost) if feature == "null" else None
     score = pick_score([r.p_yes for r in readings], feature, null)
     best = max(readings, key=lambda r: r.p_yes)
-    sufficient = score >= tau
-    about = ", ".join(book_names_of(answer)[:3]) or "the question's subject"
     shown = f"P(some sentence) {best.p_yes:.2f}" + (f" vs {null:.2f} on a text that answers nothing"
                                                      if null is not None else "") + f", {feature} {score:.2f}"
-    answer.verdict = Verdict(sufficient, "llm-pick" if calibrated else "llm-pick (packaged threshold)",
-                             "" if sufficient else f"no sentence about {about} was named as "
-                             f"stating the answer (the best excerpt: {shown} < {tau:.2f})", round(score, 4),
+    refused = _judge_verdict(answer, score, tau, "llm-pick" if calibrated else "llm-pick (packaged threshold)",
+                             f"no sentence about {_about(answer)} was named as stating the answer (the best excerpt: "
+                             f"{shown} < {tau:.2f})",
                              f"best excerpt's {shown} vs tau {tau:.2f} ({len(readings)} excerpts read)")
-    if not sufficient:
-        return _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {answer.verdict.missing}.")
+    if refused:
+        return refused
     if best.quote is None:
         return _refuse(answer, UNSUPPORTED, "The sentence the model named does not bear on the question, so it cannot "
                        "be the answer.")
     return _answer_from_quote(answer, best, pipe)
+
+
+def _judge_verdict(answer: Answer, score: float, tau: float, method: str, missing: str, detail: str) -> Answer | None:
+    """Record an LLM judge's verdict (sufficient when score >= tau); the refusal when it is not."""
+    sufficient = score >= tau
+    answer.verdict = Verdict(sufficient, method, "" if sufficient else missing, round(score, 4), detail)
+    return None if sufficient else _refuse(answer, INSUFFICIENT, f"The evidence is insufficient: {missing}.")
+
+
+def _about(answer: Answer) -> str:
+    """What a refusal may name of the question: the book's names it was linked to."""
+    return ", ".join(book_names_of(answer)[:3]) or "the question's subject"
 
 
 def _judge_excerpts(question: str, excerpts: list, pipe: Session, cost: StageCost, tau: float, feature: str):

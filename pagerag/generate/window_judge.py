@@ -16,7 +16,7 @@ that sentence, taken from the book, not the model's copy of it.
 none; prompts/pick_sentence): P(some sentence) = 1 - P("0") from the first reply token, and the
 answer is the likeliest sentence. A pick cannot be invented, so nothing needs verifying but that
 the sentence is about the question; on 40 training pairs it separated the two sides better than
-the yes/no question (AUC 0.76 against 0.62; docs/pairs.md).
+the yes/no question (AUC 0.76 against 0.62; with the control text, `null`, 0.79; docs/pairs.md).
 
 The decision: answer when the best excerpt's P(yes) reaches tau (a model fitted on pairs by
 `pagerag calibrate --llm BACKEND`; uncalibrated, P(yes) >= 0.5) and its quote checks out; a
