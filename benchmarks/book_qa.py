@@ -46,6 +46,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+# The preset of the test and dev stages (--pipeline); None is the package's default. Since the
+# offline default shows the closest passage without refusing (docs/pairs.md), a comparison with a
+# run before that change passes `--pipeline reader-decides`, the old default's behaviour.
+PIPELINE: str | None = None
+
 DEV = {"DEV-A": ("qa/christmas_carol.qa.jsonl", "books/christmas_carol.txt", "carol.rag"),
        "DEV-B": ("qa/cornwall.qa.jsonl", None, "Novel-44557.rag")}
 
@@ -173,7 +178,7 @@ def stage_test(corpus: Path, repos: Path, results: Results, system: str = "extra
     for i, e in enumerate(todo, 1):
         if e.book not in rags:
             rags.clear()
-            rags[e.book] = PageRAG(repos / f"{e.book}.rag", llm=llm or "extractive")
+            rags[e.book] = PageRAG(repos / f"{e.book}.rag", pipeline=PIPELINE, llm=llm or "extractive")
         started = time.perf_counter()
         answer = rags[e.book].ask(e.question, exclude=set(e.mask_passage_ids))
         row = scored(system, e.book, e.id, e.kind, e.golds, answer, started)
@@ -221,7 +226,7 @@ def stage_dev(repos: Path, work: Path, results: Results, system: str = "extracti
     from pagerag.generate.gate import retrieval_features
 
     for name, questions in (items or dev_items()).items():
-        rag = PageRAG(dev_repo(name, repos, work), llm=llm or "extractive")
+        rag = PageRAG(dev_repo(name, repos, work), pipeline=PIPELINE, llm=llm or "extractive")
         for q in questions:
             if (system, name, q.id) in results.done:
                 continue
@@ -409,7 +414,11 @@ def main() -> int:
     ap.add_argument("--pair-out", type=Path, action="append", default=[],
                     help="A benchmarks/pair_qa.py --out folder (repeatable): its pair table is printed beside these, "
                          "with the wording-only baseline (docs/pairs.md).")
+    ap.add_argument("--pipeline", help="Preset of the test and dev stages (default: the package's default); "
+                                       "reader-decides reproduces runs made before the offline default changed.")
     args = ap.parse_args()
+    global PIPELINE
+    PIPELINE = args.pipeline
     data_dir()
     args.work.mkdir(parents=True, exist_ok=True)
     results = Results(args.out)
