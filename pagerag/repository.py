@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RepositoryError
-from .graph.provenance import provenance_problems
+from .graph.provenance import element_problems
 from .records import Community, Entity, Graph, Passage, Relation, set_place
 from .structure import Structure
 
@@ -133,11 +134,6 @@ class Repository:
                 communities=[Community(**r) for r in self.store.iter_rows(f"communities_{kind}")],
             )
         return self._graphs[kind]
-
-    def forget_graph(self, kind: str) -> None:
-        """Let a graph (and its name vectors) go; the next graph(kind) reads it again."""
-        self._graphs.pop(kind, None)
-        self._entity_vectors.pop(kind, None)
 
     def entity_vectors(self, kind: str = "governed") -> np.ndarray:
         if kind not in self._entity_vectors:
@@ -293,13 +289,23 @@ def validate_repository(path: Path, docs: set[str] | None = None) -> Repository:
     if repo.bm25.n_docs != len(passages):
         raise RepositoryError(f"{path}: BM25 index does not match passages")
     for kind in GRAPH_KINDS:
-        problems = provenance_problems(repo.graph(kind), passages)
-        # Let the graph go: the add's next step (the query snapshot) reads the governed graph
-        # again, and both graphs kept beside it were ~0.5 GB of a 26-book add's peak.
-        repo.forget_graph(kind)
+        problems = stored_provenance_problems(repo, kind, passages)
         if problems:
             raise RepositoryError(f"{path}: {kind} graph provenance: {problems[0]}")
     return repo
+
+
+def stored_provenance_problems(repo: Repository, kind: str, passages: list[Passage]) -> list[str]:
+    """provenance_problems of a stored graph from the columns it reads (ids, passage ids,
+    evidence): no records are made and none is kept (making them was 10 s of an add at 1,000
+    documents, and holding both graphs ~0.5 GB of a 26-book add's peak)."""
+    entities = repo.store.columns(f"entities_{kind}", ["entity_id", "passage_ids"])
+    communities = repo.store.columns(f"communities_{kind}", ["community_id", "passage_ids"])
+    relations = repo.store.columns(f"relations_{kind}", ["relation_id", "passage_ids", "evidence"])
+    elements = itertools.chain(zip(entities["entity_id"], entities["passage_ids"]),
+                               zip(relations["relation_id"], relations["passage_ids"]),
+                               zip(communities["community_id"], communities["passage_ids"]))
+    return element_problems(elements, zip(relations["relation_id"], relations["evidence"]), passages)
 
 
 # --------------------------------------------------------------------------------------------

@@ -109,10 +109,15 @@ def _as_communities(graph: Graph, members, parent_of, singletons: list[str]) -> 
 
 
 def _set_passages(graph: Graph, communities: list[Community]) -> None:
-    """Each community's passages: the union of its members' (in the graph as it is now)."""
+    """Each community's passages: the union of its members' (in the graph as it is now), in
+    natural order. Each passage id's place in that order is found once: a library's communities
+    name ~450k passage ids in all, ~13k distinct (sorting them by the key itself was 2.5 s of an
+    add at 1,000 documents)."""
     by_id = {e.entity_id: e for e in graph.entities}
+    distinct = {p for e in graph.entities for p in e.passage_ids}
+    rank = {p: i for i, p in enumerate(sorted(distinct, key=_passage_sort_key))}.__getitem__
     for c in communities:
-        c.passage_ids = sorted({p for n in c.entity_ids for p in by_id[n].passage_ids}, key=_passage_sort_key)
+        c.passage_ids = sorted({p for n in c.entity_ids for p in by_id[n].passage_ids}, key=rank)
 
 
 # --------------------------------------------------------------------------------------------

@@ -81,9 +81,12 @@ def _alias_pattern(members: list[Entity]) -> tuple[re.Pattern, dict[str, str]]:
 
 
 def candidate_sentences(members: list[Entity], weights: dict[str, float], passages: dict[str, Passage],
-                        community: Community) -> list[tuple[tuple[int, float], str]]:
+                        community: Community, sentences_of: Callable[[str], list[str]] | None = None,
+                        ) -> list[tuple[tuple[int, float], str]]:
     """(score, sentence) for sentences of the member-richest passages that mention members;
-    score = (distinct members mentioned, their summed centrality)."""
+    score = (distinct members mentioned, their summed centrality). `sentences_of(passage_id)`:
+    the passage's summary_sentences, memoised by the caller across communities."""
+    sentences_of = sentences_of or (lambda pid: summary_sentences(passages[pid].text))
     if not members:
         return []
     member_count: dict[str, int] = defaultdict(int)
@@ -94,7 +97,7 @@ def candidate_sentences(members: list[Entity], weights: dict[str, float], passag
     pattern, owner = _alias_pattern(members)
     scored, seen = [], set()
     for pid in pids:
-        for sentence in summary_sentences(passages[pid].text):
+        for sentence in sentences_of(pid):
             if sentence in seen:  # overlapping passages repeat sentences
                 continue
             seen.add(sentence)
@@ -122,13 +125,20 @@ def summarise_communities(graph: Graph, communities: list[Community], passages: 
     """Communities with extractive titles and summaries (new objects; the input is not modified)."""
     by_pid = {p.passage_id: p for p in passages}
     index = _GraphIndex(graph)
+    split: dict[str, list[str]] = {}  # a passage is read by its communities at every level: split it once
+
+    def sentences_of(pid: str) -> list[str]:
+        if pid not in split:
+            split[pid] = summary_sentences(by_pid[pid].text)
+        return split[pid]
+
     out = []
     for community in communities:
         weights = index.centrality(community.entity_ids)
         ranked = index.ranked(community, weights)
         names = [e.name for e in ranked]
         title = ", ".join(names[:TITLE_ENTITIES]) or community.community_id
-        scored = candidate_sentences(ranked, weights, by_pid, community)
+        scored = candidate_sentences(ranked, weights, by_pid, community, sentences_of)
         use_embed = embed if settings.summary_embed and len(ranked) > 1 else None
         sentences = _pick(scored, settings.summary_sentences, use_embed)
         shown = ", ".join(names[:SUMMARY_ENTITIES]) + (f" and {len(names) - SUMMARY_ENTITIES} more" if len(names) > SUMMARY_ENTITIES else "")

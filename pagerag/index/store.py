@@ -49,6 +49,11 @@ def _count(rows: Rows) -> int:
 _JSON_COLUMNS = {"evidence"}
 
 
+def _decode_all(values: list[str]) -> list[Any]:
+    """Many JSON values in one json.loads call (each is one complete JSON text, as written)."""
+    return json.loads("[" + ",".join(values) + "]") if values else []
+
+
 def import_lancedb():
     import os
 
@@ -110,11 +115,14 @@ class LanceStore:
         table = self._db.open_table(name).to_arrow()
         if "vector" in table.column_names:
             table = table.drop_columns(["vector"])
+        json_columns = sorted(_JSON_COLUMNS & set(table.column_names))
         for chunk in table.sort_by("row").to_batches(max_chunksize=batch):
-            for row in chunk.to_pylist():
+            rows = chunk.to_pylist()
+            for key in json_columns:  # one decode a batch, not a row (half of reading a library's relations)
+                for row, value in zip(rows, _decode_all(chunk.column(key).to_pylist())):
+                    row[key] = value
+            for row in rows:
                 row.pop("row", None)
-                for key in _JSON_COLUMNS & row.keys():
-                    row[key] = json.loads(row[key])
                 yield row
 
     def columns(self, name: str, names: list[str]) -> dict[str, list[Any]]:
@@ -122,7 +130,10 @@ class LanceStore:
         library's raw relations have a wide evidence column the caller may not need)."""
         table = self._db.open_table(name)
         found = table.search().select(list(names)).limit(max(1, table.count_rows())).to_arrow()
-        return {key: found.column(key).to_pylist() for key in names}
+        out = {key: found.column(key).to_pylist() for key in names}
+        for key in _JSON_COLUMNS & out.keys():  # decoded as iter_rows does
+            out[key] = _decode_all(out[key])
+        return out
 
     def vectors(self, name: str) -> np.ndarray:
         table = self._db.open_table(name).to_arrow().sort_by("row")

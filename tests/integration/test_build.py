@@ -64,6 +64,33 @@ def test_graph_is_governed_and_provenanced(carol_repo: Path):
     assert governed.communities
 
 
+def test_validation_reads_a_stored_graphs_provenance_as_its_records_give_it(carol_repo: Path, tmp_path: Path):
+    """Validation checks provenance from the stored columns, without making records: it must find
+    what the records' check finds, on a sound graph (nothing) and on a damaged one."""
+    from pagerag.graph.provenance import provenance_problems
+    from pagerag.repository import stored_provenance_problems
+
+    sound = Repository.open(carol_repo)
+    for kind in ("raw", "governed"):
+        assert stored_provenance_problems(sound, kind, sound.passages) == []
+    damaged = tmp_path / "damaged.rag"
+    shutil.copytree(carol_repo, damaged)
+    repo = Repository.open(damaged)
+    rows = repo.store.read("relations_raw")
+    with_evidence = [r for r in rows if r["evidence"]]
+    pid, start, _ = with_evidence[0]["evidence"][0]
+    with_evidence[0]["evidence"][0] = [pid, start, start]  # an empty span
+    with_evidence[1]["passage_ids"] = [*with_evidence[1]["passage_ids"], "no-such-passage"]
+    repo.store.write("relations_raw", rows)
+    repo = Repository.open(damaged)
+    stored = stored_provenance_problems(repo, "raw", repo.passages)
+    assert sorted(stored) == sorted(provenance_problems(repo.graph("raw"), repo.passages))
+    assert any("evidence span" in p and with_evidence[0]["relation_id"] in p for p in stored)
+    assert any("unknown passage no-such-passage" in p for p in stored) and len(stored) == 2
+    with pytest.raises(RepositoryError, match="raw graph provenance"):
+        validate_repository(damaged)
+
+
 def test_manifest_records_the_build(carol_repo: Path, carol_excerpt: Path):
     import hashlib
 
