@@ -1,0 +1,58 @@
+"""How much of a library's graph an add re-clusters, and why: from two published versions.
+
+    python benchmarks/communities_region.py OLD_VERSION_DIR NEW_REPO [--kind governed|raw]
+
+OLD_VERSION_DIR: the version before the add (a library keeps it in `.<name>.versions/<number>`).
+Prints the entities the add changed (new; through a new or vanished edge; through a weight alone),
+the level-0 communities they fall in and the region `update_communities` re-clusters, the
+largest level-0 communities, and the time of `update_communities` itself with how many
+communities come out unchanged (docs/library.md, "~1,000 documents").
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main() -> int:
+    from pagerag.graph.communities import _grown, changed_nodes, update_communities, weighted_edges
+    from pagerag.library import previous_partition
+    from pagerag.repository import Repository
+    from pagerag.settings import load_settings
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("old", type=Path)
+    ap.add_argument("new", type=Path)
+    ap.add_argument("--kind", default="governed", choices=["governed", "raw"])
+    args = ap.parse_args()
+    before = previous_partition(Repository.open(args.old), args.kind)
+    graph = Repository.open(args.new).graph(args.kind)
+    edges = {(a, b): w for a, b, w in weighted_edges(graph)}
+    nodes = {e.entity_id for e in graph.entities}
+    level0 = [c for c in before.communities if c.level == 0]
+    new = nodes - {m for c in level0 for m in c.entity_ids}
+    through_edges = {x for pair in edges.keys() ^ before.edges.keys() for x in pair} & nodes
+    changed = changed_nodes(nodes, edges, before)
+    region = _grown(changed, nodes, edges, before, 0)
+    touched = [c for c in level0 if not changed.isdisjoint(c.entity_ids)]
+    sizes = sorted((len(c.entity_ids) for c in level0), reverse=True)
+    print(f"{args.kind}: {len(nodes):,} entities; changed {len(changed):,} (new {len(new):,}, through a new or "
+          f"vanished edge {len(through_edges - new):,}, through a weight alone {len(changed - through_edges - new):,})")
+    print(f"level-0 communities {len(level0):,} (median size {sizes[len(sizes) // 2]}; largest {sizes[:6]}); "
+          f"the changed entities fall in {len(touched)} holding {sum(len(c.entity_ids) for c in touched):,}")
+    print(f"region re-clustered: {len(region):,} entities ({100 * len(region) / max(1, len(nodes)):.0f}%)")
+    started = time.perf_counter()
+    communities, _ = update_communities(graph, load_settings(environ={}).community, before)
+    seconds = time.perf_counter() - started
+    old = {(c.level, tuple(c.entity_ids)) for c in before.communities}
+    same = sum((c.level, tuple(c.entity_ids)) in old for c in communities)
+    print(f"update_communities {seconds:.1f} s; {same:,} of {len(communities):,} communities unchanged")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
