@@ -118,7 +118,7 @@ class LanceStore:
         json_columns = sorted(_JSON_COLUMNS & set(table.column_names))
         for chunk in table.sort_by("row").to_batches(max_chunksize=batch):
             rows = chunk.to_pylist()
-            for key in json_columns:  # one decode a batch, not a row (half of reading a library's relations)
+            for key in json_columns:  # one json.loads a batch, not one a row
                 for row, value in zip(rows, _decode_all(chunk.column(key).to_pylist())):
                     row[key] = value
             for row in rows:
