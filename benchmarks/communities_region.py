@@ -5,8 +5,8 @@
 OLD_VERSION_DIR: the version before the add (a library keeps it in `.<name>.versions/<number>`).
 Prints the entities the add changed (new; through a new or vanished edge; through a weight alone),
 the level-0 communities they fall in and the region `update_communities` re-clusters, the
-largest level-0 communities, and the time of `update_communities` itself with how many
-communities come out unchanged (docs/library.md, "~1,000 documents").
+largest level-0 communities, the time of `update_communities` itself with how many
+communities come out unchanged, and the time of the summaries' keys and of the new summaries (docs/library.md, "~1,000 documents").
 """
 from __future__ import annotations
 
@@ -51,7 +51,27 @@ def main() -> int:
     old = {(c.level, tuple(c.entity_ids)) for c in before.communities}
     same = sum((c.level, tuple(c.entity_ids)) in old for c in communities)
     print(f"update_communities {seconds:.1f} s; {same:,} of {len(communities):,} communities unchanged")
+    summaries_after(graph, communities, Repository.open(args.old), Repository.open(args.new), args.kind)
     return 0
+
+
+def summaries_after(graph, communities, old_repo, new_repo, kind: str) -> None:
+    """What the add's summaries cost: every community's content key, then summaries for those
+    whose key the old version did not have (as library._summarised does)."""
+    from pagerag.graph.summaries import summarise_communities, summary_inputs
+    from pagerag.library import previous_summaries
+    from pagerag.settings import load_settings
+    from pagerag.stages import digest
+
+    old = previous_summaries(old_repo)[kind]
+    started = time.perf_counter()
+    keys = [digest(k) for k in summary_inputs(graph, communities)]
+    keyed = time.perf_counter() - started
+    fresh = [c for c, k in zip(communities, keys) if k not in old]
+    started = time.perf_counter()
+    summarise_communities(graph, fresh, new_repo.passages, load_settings(environ={}).community)
+    print(f"summary keys of all {len(communities):,} communities {keyed:.1f} s; summaries of the "
+          f"{len(fresh):,} with a new key {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":
