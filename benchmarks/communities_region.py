@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main() -> int:
-    from pagerag.graph.communities import _grown, changed_nodes, update_communities, weighted_edges
+    from pagerag.graph.communities import changed_nodes, touched_region, update_communities, weighted_edges
     from pagerag.library import previous_partition
     from pagerag.repository import Repository
     from pagerag.settings import load_settings
@@ -37,7 +37,7 @@ def main() -> int:
     new = nodes - {m for c in level0 for m in c.entity_ids}
     through_edges = {x for pair in edges.keys() ^ before.edges.keys() for x in pair} & nodes
     changed = changed_nodes(nodes, edges, before)
-    region = _grown(changed, nodes, edges, before, 0)
+    region = touched_region(nodes, edges, before)
     touched = [c for c in level0 if not changed.isdisjoint(c.entity_ids)]
     sizes = sorted((len(c.entity_ids) for c in level0), reverse=True)
     print(f"{args.kind}: {len(nodes):,} entities; changed {len(changed):,} (new {len(new):,}, through a new or "

@@ -164,7 +164,8 @@ def _skip_known(docs, base: Base, notes: list[str]):
 def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache: StageCache, timings, started, llm,
                   show_progress, on_progress, executor, ray_address) -> BuildReport:
     from .index.exported import give_back_free_heap
-    from .repository import publish, staging_dir, validate_repository
+    from .repository import publish, staging_dir
+    from .validation import validate_repository
 
     staging = staging_dir(repo)
     try:

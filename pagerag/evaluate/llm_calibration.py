@@ -52,7 +52,7 @@ def read_sample(path: Path) -> list[dict]:
         raise PageRAGError(f"{path}: cannot read the calibration sample ({exc.__class__.__name__})") from None
 
 
-def side_scores(llm, row: dict, side: str, windows: int, judge: str = "yesno",
+def side_scores(llm, row: dict, side: str, windows: int, judge: str,
                 progress: Callable[[], None] | None = None) -> list[float]:
     """The LLM's P(yes) (yesno) or P(some sentence) (pick) on each of the side's first `windows`
     excerpts, as the judge asks it."""

@@ -81,12 +81,11 @@ def _alias_pattern(members: list[Entity]) -> tuple[re.Pattern, dict[str, str]]:
 
 
 def candidate_sentences(members: list[Entity], weights: dict[str, float], passages: dict[str, Passage],
-                        community: Community, sentences_of: Callable[[str], list[str]] | None = None,
+                        community: Community, sentences_of: Callable[[str], list[str]],
                         ) -> list[tuple[tuple[int, float], str]]:
     """(score, sentence) for sentences of the member-richest passages that mention members;
     score = (distinct members mentioned, their summed centrality). `sentences_of(passage_id)`:
     the passage's summary_sentences, memoised by the caller across communities."""
-    sentences_of = sentences_of or (lambda pid: summary_sentences(passages[pid].text))
     if not members:
         return []
     member_count: dict[str, int] = defaultdict(int)

@@ -160,7 +160,7 @@ def test_kill_during_build_keeps_old_repository_and_resume_finishes(tmp_path: Pa
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
     assert (repo / "manifest.json").read_bytes() == before
-    from pagerag.repository import validate_repository
+    from pagerag.validation import validate_repository
 
     validate_repository(repo)  # the old repository still opens, whole
     result = run_cli("build", str(book), "--repo", str(repo), "--quiet")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pagerag.errors import InputError, RepositoryError
-from pagerag.repository import FORMAT_VERSION, Repository, validate_repository
+from pagerag.repository import FORMAT_VERSION, Repository
+from pagerag.validation import validate_repository
 from pagerag.settings import load_settings
 
 pytestmark = pytest.mark.slow
@@ -68,7 +69,7 @@ def test_validation_reads_a_stored_graphs_provenance_as_its_records_give_it(caro
     """Validation checks provenance from the stored columns, without making records: it must find
     what the records' check finds, on a sound graph (nothing) and on a damaged one."""
     from pagerag.graph.provenance import provenance_problems
-    from pagerag.repository import stored_provenance_problems
+    from pagerag.validation import stored_provenance_problems
 
     sound = Repository.open(carol_repo)
     for kind in ("raw", "governed"):

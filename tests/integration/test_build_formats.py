@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from helpers.documents import FORMAT_CODEWORDS
-from pagerag.repository import Repository, validate_repository
+from pagerag.repository import Repository
+from pagerag.validation import validate_repository
 
 pytestmark = pytest.mark.slow
 SECTION = ["3 Setup", "3.2 Installing"]

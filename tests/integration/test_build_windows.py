@@ -115,7 +115,7 @@ def test_the_build_writes_the_query_snapshot(story, tmp_path):
 def test_validating_a_repository_keeps_no_graph_in_memory(carol_repo):
     """An add validates the new version, then writes the query snapshot, which reads the governed
     graph again: validation must not keep both graphs cached beside it (the add's peak memory)."""
-    from pagerag.repository import validate_repository
+    from pagerag.validation import validate_repository
 
     repo = validate_repository(carol_repo)
     assert not repo._graphs and not repo._entity_vectors

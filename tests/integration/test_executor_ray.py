@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pagerag.repository import Repository, validate_repository
+from pagerag.repository import Repository
+from pagerag.validation import validate_repository
 from pagerag.settings import load_settings
 
 pytestmark = pytest.mark.slow

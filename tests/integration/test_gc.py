@@ -18,7 +18,8 @@ import pytest
 
 from helpers.library import small_documents
 from helpers.processes import finish, watch
-from pagerag.repository import Repository, WriterLock, validate_repository, versions_dir
+from pagerag.repository import Repository, WriterLock, versions_dir
+from pagerag.validation import validate_repository
 from pagerag.settings import load_settings
 from pagerag.versions import Kept, collect, kept, old_versions, tree_bytes
 

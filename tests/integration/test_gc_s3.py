@@ -18,7 +18,7 @@ import pytest
 
 from helpers.library import small_documents
 from helpers.processes import finish, watch
-from pagerag.repository import validate_repository
+from pagerag.validation import validate_repository
 from pagerag.settings import load_settings
 
 pytestmark = pytest.mark.slow
@@ -72,7 +72,7 @@ def read_fresh(uri: str, cache: Path) -> list[str]:
 READER = r'''
 import json, sys
 from pagerag.objectstore import ObjectRepository
-from pagerag.repository import validate_repository
+from pagerag.validation import validate_repository
 repo = validate_repository(ObjectRepository(sys.argv[1]).materialise())
 print(json.dumps(sorted({p.doc_id for p in repo.passages})))
 '''
@@ -82,7 +82,7 @@ HELD_READER = r'''
 import json, os, sys, time
 from pathlib import Path
 import pagerag.objectstore as objectstore
-from pagerag.repository import validate_repository
+from pagerag.validation import validate_repository
 get, go = objectstore.ObjectRepository._get, Path(sys.argv[2])
 def waiting(self, name):
     while name.startswith("blobs/") and not go.exists():

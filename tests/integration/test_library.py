@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from pagerag.errors import InputError, RepositoryError
-from pagerag.repository import Repository, validate_repository
+from pagerag.repository import Repository
+from pagerag.validation import validate_repository
 from pagerag.settings import load_settings
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,8 @@ import pytest
 
 from pagerag.graph.communities import detect_communities, edge_weights, touched_region
 from pagerag.library import previous_partition
-from pagerag.repository import Repository, validate_repository
+from pagerag.repository import Repository
+from pagerag.validation import validate_repository
 from pagerag.settings import load_settings
 
 pytestmark = pytest.mark.slow

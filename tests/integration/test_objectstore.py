@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pagerag.repository import Repository, validate_repository
+from pagerag.repository import Repository
+from pagerag.validation import validate_repository
 from pagerag.settings import load_settings
 
 pytestmark = pytest.mark.slow
@@ -123,7 +124,7 @@ def _read_whole(uri: str, cache: Path) -> tuple[str, ...]:
 READER = r'''
 import json, sys
 from pagerag.objectstore import ObjectRepository
-from pagerag.repository import validate_repository
+from pagerag.validation import validate_repository
 repo = validate_repository(ObjectRepository(sys.argv[1]).materialise())
 print(json.dumps(sorted({p.doc_id for p in repo.passages})))
 '''
