@@ -28,7 +28,7 @@ def edge_weights(relations: Iterable[tuple[str, str, float]], ids: set[str]) -> 
     for source, target, weight in relations:
         if source == target or source not in ids or target not in ids or weight <= 0:
             continue
-        weights[(min(source, target), max(source, target))] += float(weight)
+        weights[(source, target) if source < target else (target, source)] += float(weight)
     return dict(weights)
 
 

@@ -50,7 +50,7 @@ def update_communities(graph: Graph, settings: CommunitySettings, previous: list
         return detect_communities(graph, settings), len(nodes)
     edges = weighted_edges(graph)
     placer = _Placer(kept, edges, settings, next_numbers(previous))
-    placer.place(new, None, 0, set(nodes), sum(w for _, _, w in edges))
+    placer.place(new, None, 0, None, sum(w for _, _, w in edges))
     communities = placer.result()
     communities.sort(key=lambda c: (c.level, -len(c.entity_ids), c.entity_ids[0]))
     set_passages(graph, communities)
@@ -82,20 +82,21 @@ class _Placer:
         for a, b, w in edges:
             self.adjacency[a].append((b, w))
             self.adjacency[b].append((a, w))
+        self.degree = defaultdict(float, {n: sum(w for _, w in pairs) for n, pairs in self.adjacency.items()})  # whole graph
         self.grown: set[str] = set()  # communities that gained members (sorted again at the end)
 
-    def place(self, new: list[str], parent: str | None, level: int, scope: set[str], weight: float) -> None:
-        """Place `new` (inside `scope`, the parent's members; everything at level 0) among the
+    def place(self, new: list[str], parent: str | None, level: int, scope: set[str] | None, weight: float) -> None:
+        """Place `new` (inside `scope`, the parent's members; None at level 0: the whole graph) among the
         parent's children at `level`, then go down into every child that gained members.
         `weight`: the edge weight inside the scope."""
         if not new:
             return
         children = self.children[parent]
         label = {m: i for i, c in enumerate(children) for m in c.entity_ids}
-        groups = self._start_new(new, scope, weight)
+        groups = self._start_new(new, weight)
         for j, members in enumerate(groups):
             label.update((m, len(children) + j) for m in members)
-        degree = {n: sum(w for other, w in self.adjacency[n] if other in scope) for n in scope}
+        degree = self.degree if scope is None else {n: sum(w for o, w in self.adjacency[n] if o in scope) for n in scope}
         total = defaultdict(float)
         for n, group in label.items():
             total[group] += degree[n]
@@ -106,18 +107,18 @@ class _Placer:
             joined[label[n]].append(n)
         for i, members in sorted(joined.items()):
             if i < len(children):
-                self._grow(children[i], members, scope)
+                self._grow(children[i], members)
             else:
                 self._new_community(members, parent, level)
 
-    def _start_new(self, new: list[str], scope: set[str], weight: float) -> list[list[str]]:
+    def _start_new(self, new: list[str], weight: float) -> list[list[str]]:
         """The new entities grouped by Leiden on their edges among themselves."""
         inside = set(new)
         edges = sorted((a, b, w) for a in new for b, w in self.adjacency[a] if a < b and b in inside)
         return flat_leiden(edges, inside, self.settings, weight)
 
     def _move(self, movers: list[str], label: dict[str, int], degree: dict[str, float], total: dict[int, float],
-              scope: set[str], two_m: float) -> None:
+              scope: set[str] | None, two_m: float) -> None:
         """Local moving of `movers` only: each to the neighbouring group of largest modularity gain."""
         if two_m <= 0:
             return
@@ -128,7 +129,7 @@ class _Placer:
                 here, k = label[n], degree[n]
                 links: dict[int, float] = defaultdict(float)
                 for other, w in self.adjacency[n]:
-                    if other != n and other in scope and other in label:
+                    if other != n and (scope is None or other in scope) and other in label:
                         links[label[other]] += w
                 total[here] -= k
                 best, best_gain = here, links.get(here, 0.0) - resolution * k * total[here] / two_m
@@ -143,7 +144,7 @@ class _Placer:
                 return
 
     def _move_groups(self, new: list[str], first: int, label: dict[str, int], degree: dict[str, float],
-                     total: dict[int, float], scope: set[str], two_m: float) -> None:
+                     total: dict[int, float], scope: set[str] | None, two_m: float) -> None:
         """Each group of new entities alone (label `first` on), as one unit, to the neighbouring
         community of largest positive modularity gain (Louvain's next level, for the new groups
         only): a few new entities tied together and to an old community go to it together."""
@@ -162,7 +163,7 @@ class _Placer:
                 links: dict[int, float] = defaultdict(float)
                 for n in members:
                     for other, w in self.adjacency[n]:
-                        if other not in inside and other in scope and other in label:
+                        if other not in inside and (scope is None or other in scope) and other in label:
                             links[label[other]] += w
                 best, best_gain = group, 0.0
                 for target, k_in in sorted(links.items()):
@@ -178,7 +179,7 @@ class _Placer:
             if not moved:
                 return
 
-    def _grow(self, community: Community, members: list[str], scope: set[str]) -> None:
+    def _grow(self, community: Community, members: list[str]) -> None:
         """An existing community gains `members`: placed among its children, or, with none, split
         once it reaches max_cluster_size."""
         community.entity_ids = community.entity_ids + members

@@ -68,24 +68,60 @@ def summary_sentences(text: str) -> list[str]:
     return out
 
 
-def _alias_pattern(members: list[Entity]) -> tuple[re.Pattern, dict[str, str]]:
-    """One case-insensitive regex over every member's name and aliases (longest first)."""
-    owner: dict[str, str] = {}
-    for e in members:
-        for form in [e.name, *e.aliases]:
-            form = " ".join(form.split()).lower()
-            if len(form) > 1:
-                owner.setdefault(form, e.entity_id)
-    alternatives = sorted(owner, key=len, reverse=True)
-    return re.compile(r"\b(?:" + "|".join(map(re.escape, alternatives)) + r")\b", re.IGNORECASE), owner
+_WORD = re.compile(r"\w+")
+
+
+class FormIndex:
+    """Every name and alias of a graph's entities, found in a sentence by its first two words
+    (one dictionary lookup per word of the sentence, not a regex of every member's names per
+    community: compiling and running those was most of a library add's summaries, with thousands
+    of alternatives in a large community's). A form matches as whole words, case-insensitively;
+    overlapping forms all match (the regex took the leftmost-longest only). Each sentence is
+    read once, whichever communities ask about it."""
+
+    def __init__(self, entities: list[Entity]):
+        self.owners: dict[str, list[str]] = defaultdict(list)  # form -> entity ids, in graph order
+        self.by_start: dict[tuple[str, str], list[str]] = defaultdict(list)  # (first word, second or "") -> forms
+        for e in entities:
+            for form in dict.fromkeys(" ".join(f.split()).lower() for f in [e.name, *e.aliases]):
+                words = _WORD.findall(form)
+                if len(form) > 1 and words and form.startswith(words[0]) and form[-1:].isalnum():
+                    if not self.owners[form]:
+                        self.by_start[(words[0], words[1] if len(words) > 1 else "")].append(form)
+                    self.owners[form].append(e.entity_id)
+        self._found: dict[str, list[str]] = {}
+
+    def forms_in(self, sentence: str) -> list[str]:
+        """The forms in the sentence (each once)."""
+        found = self._found.get(sentence)
+        if found is None:
+            lowered = sentence.lower()
+            tokens = list(_WORD.finditer(lowered))
+            found = []
+            for i, token in enumerate(tokens):  # a \w+ run starts at a word boundary
+                start = token.start()
+                following = tokens[i + 1].group() if i + 1 < len(tokens) else ""
+                for key in ((token.group(), following), (token.group(), "")):
+                    for form in self.by_start.get(key, ()):
+                        stop = start + len(form)
+                        if lowered.startswith(form, start) and (stop == len(lowered) or not _is_word(lowered[stop])):
+                            found.append(form)
+            found = list(dict.fromkeys(found))
+            self._found[sentence] = found
+        return found
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def candidate_sentences(members: list[Entity], weights: dict[str, float], passages: dict[str, Passage],
-                        community: Community, sentences_of: Callable[[str], list[str]],
+                        community: Community, sentences_of: Callable[[str], list[str]], forms: FormIndex,
                         ) -> list[tuple[tuple[int, float], str]]:
     """(score, sentence) for sentences of the member-richest passages that mention members;
-    score = (distinct members mentioned, their summed centrality). `sentences_of(passage_id)`:
-    the passage's summary_sentences, memoised by the caller across communities."""
+    score = (distinct members mentioned, their summed centrality). A form several members have
+    counts for the most central of them. `sentences_of(passage_id)`: the passage's
+    summary_sentences, memoised by the caller across communities."""
     if not members:
         return []
     member_count: dict[str, int] = defaultdict(int)
@@ -93,14 +129,18 @@ def candidate_sentences(members: list[Entity], weights: dict[str, float], passag
         for pid in e.passage_ids:
             member_count[pid] += 1
     pids = sorted((p for p in community.passage_ids if p in passages), key=lambda p: -member_count[p])[:CANDIDATE_PASSAGES]
-    pattern, owner = _alias_pattern(members)
+    rank = {e.entity_id: i for i, e in enumerate(members)}
     scored, seen = [], set()
     for pid in pids:
         for sentence in sentences_of(pid):
             if sentence in seen:  # overlapping passages repeat sentences
                 continue
             seen.add(sentence)
-            found = {owner.get(m.group(0).lower()) for m in pattern.finditer(sentence)} - {None}
+            found = set()
+            for form in forms.forms_in(sentence):
+                owners = [o for o in forms.owners[form] if o in rank]
+                if owners:
+                    found.add(min(owners, key=rank.__getitem__))
             if found:
                 scored.append(((len(found), sum(weights.get(i, 0.0) for i in found)), sentence))
     scored.sort(key=lambda s: (-s[0][0], -s[0][1], s[1]))
@@ -124,6 +164,7 @@ def summarise_communities(graph: Graph, communities: list[Community], passages: 
     """Communities with extractive titles and summaries (new objects; the input is not modified)."""
     by_pid = {p.passage_id: p for p in passages}
     index = _GraphIndex(graph)
+    forms = FormIndex(graph.entities)
     split: dict[str, list[str]] = {}  # a passage is read by its communities at every level: split it once
 
     def sentences_of(pid: str) -> list[str]:
@@ -137,7 +178,7 @@ def summarise_communities(graph: Graph, communities: list[Community], passages: 
         ranked = index.ranked(community, weights)
         names = [e.name for e in ranked]
         title = ", ".join(names[:TITLE_ENTITIES]) or community.community_id
-        scored = candidate_sentences(ranked, weights, by_pid, community, sentences_of)
+        scored = candidate_sentences(ranked, weights, by_pid, community, sentences_of, forms)
         use_embed = embed if settings.summary_embed and len(ranked) > 1 else None
         sentences = _pick(scored, settings.summary_sentences, use_embed)
         shown = ", ".join(names[:SUMMARY_ENTITIES]) + (f" and {len(names) - SUMMARY_ENTITIES} more" if len(names) > SUMMARY_ENTITIES else "")
