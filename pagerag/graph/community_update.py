@@ -204,8 +204,8 @@ class _Placer:
         inside = set(community.entity_ids)
         edges = sorted((a, b, w) for a in inside for b, w in self.adjacency[a] if a < b and b in inside)
         members, parent_of = hierarchical_leiden(edges, self.settings)
-        top = [key for key in members if key[0] == 0]
-        if len(top) == 1 and len(members[top[0]]) == len(inside):  # left whole at its first level
+        while len([key for key in members if key[0] == 0]) == 1:  # left whole (but for members with no edge in
+            # it): the next level, if any, is the split; a child like its parent would be made again as it grows
             members = {(d - 1, c): n for (d, c), n in members.items() if d > 0}
             parent_of = {(d - 1, c): p for (d, c), p in parent_of.items() if d > 0}
         if not members:
