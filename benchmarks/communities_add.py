@@ -35,7 +35,7 @@ def add(lib: Path, doc: Path, target: Path, incremental: bool) -> dict:
     stages = manifest["stage_seconds"]
     return {"incremental": incremental, "add_s": round(time.perf_counter() - t0, 1),
             "communities_s": stages.get("communities"), "leiden_s": stages.get("leiden"),
-            "placed": manifest.get("governance", {}).get("communities_placed"),
+            "reclustered": manifest.get("governance", {}).get("communities_reclustered"),
             "summaries_reused": manifest.get("governance", {}).get("summaries_reused")}
 
 

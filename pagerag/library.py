@@ -260,7 +260,7 @@ def _graph_stages(library: Library, base: Base | None, settings: Settings, cache
     graphs = {"raw": raw, "governed": governed}
     reused = 0
     summary_keys: dict[str, list[str]] = {}
-    # an add or remove keeps the base's communities and places the new entities in them
+    # an add or remove keeps the communities it did not touch (Leiden again on the touched region only)
     incremental = base is not None and settings.community.incremental and same_leiden(base.repo, settings)
     with progress.stage("communities", 2) as advance:
         t0 = time.perf_counter()
@@ -294,15 +294,14 @@ def names_model(settings: Settings) -> str:
 
 
 def _leiden(kind: str, graph: Graph, base_repo, settings: Settings, report: dict[str, Any]) -> list[Community]:
-    """The graph's communities: the base's with the new entities placed in them when given a
-    base (and how many were placed noted in the report), else found afresh."""
-    from .graph.communities import detect_communities
-    from .graph.community_update import update_communities
+    """The graph's communities: updated from the base's partition when given one (and the share
+    of entities clustered again noted in the report), else found afresh."""
+    from .graph.communities import detect_communities, update_communities
 
     if base_repo is None:
         return detect_communities(graph, settings.community)
-    communities, placed = update_communities(graph, settings.community, previous_communities(base_repo, kind))
-    report.setdefault("communities_placed", {})[kind] = [placed, len(graph.entities)]
+    communities, region = update_communities(graph, settings.community, previous_partition(base_repo, kind))
+    report.setdefault("communities_reclustered", {})[kind] = [region, len(graph.entities)]
     return communities
 
 
@@ -360,12 +359,17 @@ def same_leiden(repo, settings: Settings) -> bool:
     return all(before.get(key) == now[key] for key in LEIDEN_FIELDS)
 
 
-def previous_communities(repo, kind: str) -> list[Community]:
-    """The base's communities, without their passages, titles and summaries (four columns)."""
+def previous_partition(repo, kind: str):
+    """The base's communities (without their passages, titles and summaries) and the weighted
+    edges Leiden saw (from three columns of its relation table: not the evidence)."""
+    from .graph.communities import Partition, edge_weights
+
     rows = repo.store.columns(f"communities_{kind}", ["community_id", "level", "parent", "entity_ids"])
     communities = [Community(*fields) for fields in zip(*(rows[k] for k in ("community_id", "level", "parent", "entity_ids")))]
     communities.sort(key=lambda c: (c.level, c.community_id))  # the table's order, whatever the store returns
-    return communities
+    ids = {m for c in communities for m in c.entity_ids}
+    relations = repo.store.columns(f"relations_{kind}", ["source", "target", "weight"])
+    return Partition(communities, edge_weights(zip(relations["source"], relations["target"], relations["weight"]), ids))
 
 
 SUMMARY_KEYS = "community_keys.json"  # per graph kind, the content key of each community, in table order

@@ -140,14 +140,9 @@ class CommunitySettings(_Section):
     max_cluster_size: int = Field(40, ge=2, description="Communities larger than this are split into a next level.")
     iterations: int = Field(1, ge=1, description="Leiden passes (each starts from the previous partition).")
     incremental: bool = Field(
-        True, description="An add or remove keeps the previous communities (ids, members, parents) and places the new "
-        "entities in them, or in new ones, by modularity, level by level. Off = recompute every community, as a "
-        "build does."
-    )
-    recluster_share: float = Field(
-        0.3, ge=0.0, le=1.0, description="An add whose new entities are more than this share of the graph recomputes "
-        "every community, as a build does: placed into a small library's fixed communities, many new entities cost "
-        "modularity (docs/library.md)."
+        True, description="An add or remove re-runs Leiden only on the region it touched (new or changed entities, "
+        "their neighbours and their previous level-0 communities, seeded with those); every other community keeps "
+        "its id, members and summary. Off = recompute every community, as a build does."
     )
     summary_sentences: int = Field(3, ge=1, description="Representative sentences in an extractive community summary.")
     summary_embed: bool = Field(

@@ -1,9 +1,9 @@
-"""Communities after an add (community.incremental, the default): an add keeps the base's
-communities and places its new entities in them (graph/community_update.py). Real build, add, Leiden and retrieval on carol_parts' a.txt, plus either a
+"""Communities after an add (community.incremental, the default): an add re-clusters only the
+region it touched. Real build, add, Leiden and retrieval on carol_parts' a.txt, plus either a
 document that shares no entity with it (a made-up voyage: every community is kept and global
 questions read what they read) or the opening of another book (The Man Who Was Thursday: it shares
 common nouns and, through governance's global counts, changes some of the Carol's own edges, so
-the communities it did not touch keep their summaries too)."""
+only the communities it did not touch are kept)."""
 from __future__ import annotations
 
 import shutil
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from pagerag.graph.communities import detect_communities, edge_weights
+from pagerag.graph.communities import detect_communities, edge_weights, touched_region
+from pagerag.library import previous_partition
 from pagerag.repository import Repository
 from pagerag.validation import validate_repository
 from pagerag.settings import load_settings
 
 pytestmark = pytest.mark.slow
 
-OTHER_BOOK_CHARS = 4_000  # ~700 words: a document with no character of the Carol in it, its new entities under
-# community.recluster_share of the graph (20,000 characters would be over half of it: every community recomputed)
+OTHER_BOOK_CHARS = 20_000  # ~3.5k words: a document with no character of the Carol in it
 GLOBAL = "What are the main themes of the story as a whole?"
 OTHER_GLOBAL = ["How does the main character change from the beginning of the story to its end?", "What is the story about?"]
 VOYAGE = """The Voyage of the Quillon
@@ -43,8 +43,9 @@ Dovik Marrowend kept the cracked astrolabe in the engine room of the Quillon. Ye
 airship to Orrin Pellathane, and the crew flew it once more over the salt flats of Tessivar and the volcanoes of
 Ashgrove to Kelmarsh Spire.
 """
-# Modularity of the incremental partition may fall short of a full recompute's by this much: old
-# entities are not moved (measured here: see docs/library.md, "Communities on an add").
+# Modularity of the incremental partition may fall short of a full recompute's by this much: the
+# region cannot pull in entities of the communities it kept (measured here: governed 0.7213 vs
+# 0.7212, raw 0.6504 vs 0.6635).
 MODULARITY_TOLERANCE = 0.02
 
 
@@ -83,20 +84,13 @@ def voyaged(carol_a_repo: Path, tmp_path_factory) -> Path:
 
 
 def untouched(base: Repository, grown: Repository, kind: str) -> set[str]:
-    """The base's entities the add did not change: the same record (name, aliases, mentions,
-    passages) and the same weighted edges."""
-    def described(repo: Repository) -> tuple[dict, dict]:
-        graph = repo.graph(kind)
-        ids = {e.entity_id for e in graph.entities}
-        edges: dict[str, set] = {}
-        for (a, b), w in edge_weights(((r.source, r.target, r.weight) for r in graph.relations), ids).items():
-            edges.setdefault(a, set()).add((b, round(w, 9)))
-            edges.setdefault(b, set()).add((a, round(w, 9)))
-        records = {e.entity_id: (e.name, tuple(e.aliases), e.mentions, tuple(e.passage_ids)) for e in graph.entities}
-        return records, edges
-
-    (old, old_edges), (new, new_edges) = described(base), described(grown)
-    return {n for n in old if new.get(n) == old[n] and new_edges.get(n) == old_edges.get(n)}
+    """The base's entities outside the region the add re-clustered (recomputed here from the two
+    versions, as the add did)."""
+    graph = grown.graph(kind)
+    nodes = {e.entity_id for e in graph.entities}
+    edges = edge_weights(((r.source, r.target, r.weight) for r in graph.relations), nodes)
+    region = touched_region(nodes, edges, previous_partition(base, kind))
+    return {e.entity_id for e in base.graph(kind).entities} & nodes - region
 
 
 def level0(repo: Repository, kind: str) -> dict[str, str]:
@@ -104,35 +98,26 @@ def level0(repo: Repository, kind: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("kind", ["governed", "raw"])
-def test_the_base_communities_are_kept_and_the_new_entities_placed_in_them(carol_a_repo, grown, kind):
+def test_communities_the_add_did_not_touch_are_kept(carol_a_repo, grown, kind):
     from sklearn.metrics import adjusted_mutual_info_score
 
     validate_repository(grown)
     base, after = Repository.open(carol_a_repo), Repository.open(grown)
-    old_ids = {e.entity_id for e in base.graph(kind).entities}
-    now_ids = {e.entity_id for e in after.graph(kind).entities}
-    placed, total = after.manifest["governance"]["communities_placed"][kind]
-    assert placed == len(now_ids - old_ids) > 0 and total == len(now_ids)
-    now = {c.community_id: c for c in after.graph(kind).communities}
-    for c in base.graph(kind).communities:  # each still there (id, level, parent), with new entities only added
-        survivors = set(c.entity_ids) & now_ids
-        if not survivors:
-            continue
-        d = now[c.community_id]
-        assert (d.level, d.parent) == (c.level, c.parent)
-        assert survivors <= set(d.entity_ids) and set(d.entity_ids) - survivors <= now_ids - old_ids
-    nodes = sorted(old_ids & now_ids)
-    before_labels, after_labels = level0(base, kind), level0(after, kind)
-    assert adjusted_mutual_info_score([before_labels[n] for n in nodes], [after_labels[n] for n in nodes]) == 1.0
-    # a community whose members the add left as they were keeps its title and summary
     kept = untouched(base, after, kind)
-    same = [c for c in base.graph(kind).communities if set(c.entity_ids) <= kept and now[c.community_id].entity_ids == c.entity_ids]
-    print(f"{kind}: {placed} of {total} entities placed; {len(kept)} of the base's {len(old_ids)} untouched, "
-          f"{len(same)} communities of them alone")
+    region, total = after.manifest["governance"]["communities_reclustered"][kind]
+    print(f"{kind}: {len(kept)} of the base's {len(base.graph(kind).entities)} entities untouched; "
+          f"{region} of {total} entities re-clustered")
+    assert kept and region < total  # measured: 22 of 53 governed, 20 of 73 raw entities untouched
+    before_labels, after_labels = level0(base, kind), level0(after, kind)
+    nodes = sorted(kept)
+    assert adjusted_mutual_info_score([before_labels[n] for n in nodes], [after_labels[n] for n in nodes]) == 1.0
+    # not only the same grouping: the same communities (ids, levels, parents, members) and summaries
+    now = {c.community_id: c for c in after.graph(kind).communities}
+    same = [c for c in base.graph(kind).communities if set(c.entity_ids) <= kept]
     assert same
     for c in same:
         d = now[c.community_id]
-        assert (d.title, d.summary) == (c.title, c.summary)
+        assert (d.level, d.parent, d.entity_ids, d.title, d.summary) == (c.level, c.parent, c.entity_ids, c.title, c.summary)
 
 
 def test_the_added_entities_are_in_communities(grown):
@@ -150,9 +135,9 @@ def test_the_added_entities_are_in_communities(grown):
 def test_an_add_sharing_no_entity_keeps_every_community(carol_a_repo, voyaged):
     base, after = Repository.open(carol_a_repo), Repository.open(voyaged)
     for kind in ("governed", "raw"):
-        placed, total = after.manifest["governance"]["communities_placed"][kind]
+        region, total = after.manifest["governance"]["communities_reclustered"][kind]
         added = [e for e in after.graph(kind).entities if all(p.startswith("voyage:") for p in e.passage_ids)]
-        assert placed == len(added) == total - len(base.graph(kind).entities) > 0  # the voyage's entities alone
+        assert region == len(added) == total - len(base.graph(kind).entities) > 0  # the voyage's entities alone
         now = {c.community_id: c for c in after.graph(kind).communities}
         assert all(now.get(c.community_id) == c for c in base.graph(kind).communities), kind
 
@@ -200,7 +185,7 @@ def test_modularity_is_close_to_a_full_recompute(grown):
 
 
 def test_removing_the_document_again_gives_the_communities_before_it(carol_a_repo, voyaged, tmp_path):
-    """A remove takes the removed entities out of their communities: here the voyage's, which go."""
+    """A remove re-clusters the communities that lost members: here only the voyage's, which go."""
     from pagerag.build import remove_documents
 
     repo = tmp_path / "voyaged.rag"
@@ -209,4 +194,4 @@ def test_removing_the_document_again_gives_the_communities_before_it(carol_a_rep
     shrunk, alone = validate_repository(repo), Repository.open(carol_a_repo)
     for kind in ("governed", "raw"):
         assert shrunk.graph(kind).communities == alone.graph(kind).communities, kind
-        assert shrunk.manifest["governance"]["communities_placed"][kind][0] == 0
+        assert shrunk.manifest["governance"]["communities_reclustered"][kind][0] == 0

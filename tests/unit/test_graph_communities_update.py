@@ -1,12 +1,10 @@
-"""Communities after an add or remove (community_update.update_communities): the previous
-communities kept with their ids, members and parents, the new entities placed in them or in new
-ones; on small generated graphs."""
+"""Communities after an add or remove (update_communities): Leiden again on the touched region
+only, every other community kept with its id, members and parent; on small generated graphs."""
 from __future__ import annotations
 
 import random
 
-from pagerag.graph.communities import detect_communities
-from pagerag.graph.community_update import update_communities
+from pagerag.graph.communities import Partition, detect_communities, edge_weights, touched_region, update_communities
 from pagerag.records import Community, Entity, Graph, Relation
 from pagerag.settings import CommunitySettings
 
@@ -27,21 +25,10 @@ def groups_graph(sizes: dict[str, int], bridges=(), seed: int = 0) -> Graph:
     return Graph(entities=entities, relations=relations)
 
 
-def build(sizes: dict[str, int], bridges=(), seed: int = 0) -> tuple[Graph, list[Community]]:
-    graph = groups_graph(sizes, bridges, seed)
-    return graph, detect_communities(graph, SETTINGS)
-
-
-def with_new(graph: Graph, name: str, ties: dict[str, int]) -> Graph:
-    """The graph with one more entity, related to each of `ties` that many times."""
-    graph.entities.append(Entity(name, name, "PERSON", [name], 1, [f"{name}:0"]))
-    graph.relations += [Relation(f"{name}-{other}-{i}", name, other, "", "cooccurs", 1.0, [f"{name}:0"], [])
-                        for other, n in ties.items() for i in range(n)]
-    return graph
-
-
-def as_tuples(communities: list[Community]) -> set[tuple]:
-    return {(c.community_id, c.level, c.parent, tuple(c.entity_ids)) for c in communities}
+def partition_of(graph: Graph) -> tuple[Partition, list[Community]]:
+    communities = detect_communities(graph, SETTINGS)
+    ids = {e.entity_id for e in graph.entities}
+    return Partition(communities, edge_weights(((r.source, r.target, r.weight) for r in graph.relations), ids)), communities
 
 
 def assert_valid(graph: Graph, communities: list[Community]) -> None:
@@ -59,107 +46,106 @@ def assert_valid(graph: Graph, communities: list[Community]) -> None:
 
 
 def test_an_unrelated_group_leaves_every_community_as_it_was():
-    _, old = build({"a": 30, "b": 25}, bridges=[("a0", "b0")])
+    before = groups_graph({"a": 30, "b": 25}, bridges=[("a0", "b0")])
+    previous, old = partition_of(before)
     after = groups_graph({"a": 30, "b": 25, "c": 20}, bridges=[("a0", "b0")])
-    communities, placed = update_communities(after, SETTINGS, old)
-    assert placed == 20
+    communities, region = update_communities(after, SETTINGS, previous)
+    assert region == 20  # the new group alone was clustered
     assert_valid(after, communities)
-    assert as_tuples(old) <= as_tuples(communities)
+    kept = {(c.community_id, c.level, c.parent, tuple(c.entity_ids)) for c in communities}
+    assert {(c.community_id, c.level, c.parent, tuple(c.entity_ids)) for c in old} <= kept
     assert any(c.level > 0 for c in old)  # subtrees were kept, not only top communities
     new = [c for c in communities if c.level == 0 and c.entity_ids[0].startswith("c")]
     assert new and all(c.community_id not in {o.community_id for o in old} for c in new)
-    assert all(all(m.startswith("c") for m in c.entity_ids) for c in new)
 
 
-def test_a_new_entity_joins_the_communities_of_what_it_is_tied_to_at_every_level():
-    """Tied to one member of a group split into three levels: it joins that member's community at
-    each level, keeping its id; every other community is as it was."""
-    before, old = build({"a": 90, "b": 90})
-    chain = sorted((c for c in old if "a3" in c.entity_ids), key=lambda c: c.level)
-    assert len(chain) >= 3
-    after = with_new(groups_graph({"a": 90, "b": 90}), "new", {"a3": 3})
-    communities, placed = update_communities(after, SETTINGS, old)
-    assert placed == 1
+def test_a_bridge_reclusters_the_two_communities_it_joins_and_keeps_the_rest():
+    before = groups_graph({"a": 30, "b": 25, "d": 15})
+    previous, old = partition_of(before)
+    after = groups_graph({"a": 30, "b": 25, "d": 15, "c": 20}, bridges=[("c1", "b3")])
+    nodes = {e.entity_id for e in after.entities}
+    region = touched_region(nodes, edge_weights(((r.source, r.target, r.weight) for r in after.relations), nodes), previous)
+    assert {f"b{i}" for i in range(25)} <= region  # b3's whole previous community
+    assert not any(n.startswith(("a", "d")) for n in region)
+    communities, _ = update_communities(after, SETTINGS, previous)
     assert_valid(after, communities)
+    untouched = [c for c in old if c.entity_ids[0][0] in "ad"]
+    assert untouched and all(c in communities for c in untouched)
+
+
+def test_a_removal_reclusters_the_communities_that_lost_members():
+    before = groups_graph({"a": 30, "b": 25, "c": 20}, bridges=[("c1", "b3")])
+    previous, old = partition_of(before)
+    after = groups_graph({"a": 30, "b": 25})
+    communities, region = update_communities(after, SETTINGS, previous)
+    assert_valid(after, communities)
+    assert not any(m.startswith("c") for c in communities for m in c.entity_ids)
+    assert all(c in communities for c in old if c.entity_ids[0].startswith("a"))
+    assert region == 25  # b lost its bridge: its community again; a kept
+
+
+def test_when_everything_is_touched_it_is_the_build():
+    before = groups_graph({"a": 12})
+    previous, _ = partition_of(before)
+    after = groups_graph({"a": 12, "b": 8}, bridges=[("a0", "b0")] + [(f"a{i}", "b1") for i in range(12)])
+    communities, region = update_communities(after, SETTINGS, previous)
+    assert region == 20 and communities == detect_communities(after, SETTINGS)
+
+
+def test_inside_a_large_community_the_finer_communities_without_a_change_are_kept():
+    """A new entity tied to one member of a split community: the community is clustered again at
+    level 0 (and grows by it), but of its level-1 children only the changed one is made again."""
+    before = groups_graph({"a": 30, "b": 25})
+    previous, old = partition_of(before)
+    after = groups_graph({"a": 30, "b": 25})
+    after.entities.append(Entity("new", "new", "PERSON", ["new"], 1, ["new:0"]))
+    after.relations += [Relation(f"n{i}", "new", "b3", "", "cooccurs", 1.0, ["new:0"], []) for i in range(2)]
+    communities, region = update_communities(after, SETTINGS, previous)
+    assert_valid(after, communities)
+    assert region == 26  # b's level-0 community and the new entity
+    b_children = [c for c in old if c.level == 1 and c.entity_ids[0].startswith("b")]
+    unchanged = [c for c in b_children if "b3" not in c.entity_ids]
     now = {c.community_id: c for c in communities}
-    assert [now[c.community_id].entity_ids for c in chain] == [sorted([*c.entity_ids, "new"]) for c in chain]
-    assert as_tuples([c for c in old if c not in chain]) <= as_tuples(communities)
-
-
-def test_a_group_tied_by_one_edge_to_a_large_one_keeps_to_itself():
-    """Modularity, not adjacency: twenty new entities related among themselves and one of them to
-    a member of a 60-entity group form their own level-0 community."""
-    _, old = build({"a": 60})
-    after = groups_graph({"a": 60, "c": 20}, bridges=[("a0", "c0")])
-    communities, _ = update_communities(after, SETTINGS, old)
-    c_top = {c.community_id for c in communities if c.level == 0 for m in c.entity_ids if m.startswith("c")}
-    a_top = {c.community_id for c in communities if c.level == 0 for m in c.entity_ids if m.startswith("a")}
-    assert c_top.isdisjoint(a_top)
-
-
-def test_a_community_that_grows_to_the_split_size_is_split():
-    """A level-0 community of 9 with no children (below max_cluster_size = 10: a dense group of 8
-    and c0, tied to it by one relation) gains five new entities tied to c0 alone: at 14 it is
-    split as a build splits a community that large (the group apart from c0's star). (5 new in 14
-    is over the default recluster_share: placed here all the same.)"""
-    graph = groups_graph({"a": 8})
-    graph.relations.append(Relation("c0-a0", "c0", "a0", "", "cooccurs", 1.0, ["c:0"], []))
-    graph.entities.append(Entity("c0", "c0", "PERSON", ["c0"], 1, ["c:0"]))
-    old = [Community("L0-0000", 0, None, sorted([f"a{i}" for i in range(8)] + ["c0"]), [])]
-    for i in range(5):
-        with_new(graph, f"z{i}", {"c0": 3})
-    communities, placed = update_communities(graph, SETTINGS.model_copy(update={"recluster_share": 1.0}), old)
-    assert placed == 5
-    assert_valid(graph, communities)
-    top = next(c for c in communities if c.community_id == "L0-0000")
-    assert len(top.entity_ids) == 14
-    children = sorted(sorted(c.entity_ids) for c in communities if c.parent == "L0-0000")
-    assert children == [sorted(f"a{i}" for i in range(8)), ["c0", *(f"z{i}" for i in range(5))]]
-
-
-def test_a_removal_takes_the_entities_out_and_keeps_the_rest():
-    before, old = build({"a": 30, "b": 25, "c": 20}, bridges=[("a0", "b0")])
-    after = groups_graph({"a": 30, "b": 25}, bridges=[("a0", "b0")])
-    communities, placed = update_communities(after, SETTINGS, old)
-    assert placed == 0
-    assert_valid(after, communities)
-    assert as_tuples(communities) == as_tuples([c for c in old if not c.entity_ids[0].startswith("c")])
-
-
-def test_a_community_shrunk_below_the_split_size_loses_its_children():
-    _, old = build({"a": 14, "b": 30})
-    a_top = next(c for c in old if c.level == 0 and "a0" in c.entity_ids)
-    assert any(c.parent == a_top.community_id for c in old)  # a group of 14 is split (max_cluster_size 10)
-    after = groups_graph({"a": 14, "b": 30})
-    gone = set(a_top.entity_ids[:6])
-    after.entities = [e for e in after.entities if e.entity_id not in gone]
-    after.relations = [r for r in after.relations if r.source not in gone and r.target not in gone]
-    communities, _ = update_communities(after, SETTINGS, old)
-    assert_valid(after, communities)
-    shrunk = next(c for c in communities if c.community_id == a_top.community_id)
-    assert len(shrunk.entity_ids) < SETTINGS.max_cluster_size
-    assert not any(c.parent == shrunk.community_id for c in communities)
-
-
-def test_with_nothing_before_it_is_the_build():
-    graph = groups_graph({"a": 30, "b": 25})
-    assert update_communities(graph, SETTINGS, [])[0] == detect_communities(graph, SETTINGS)
+    assert unchanged and all(now[c.community_id].entity_ids == c.entity_ids for c in unchanged)
+    b_top = next(c for c in communities if c.level == 0 and "b3" in c.entity_ids)
+    assert "new" in b_top.entity_ids and all(now[c.community_id].parent == b_top.community_id for c in unchanged)
+    assert all(c in communities for c in old if c.entity_ids[0].startswith("a"))  # a's whole subtree
 
 
 def test_an_update_is_deterministic():
-    _, old = build({"a": 60, "b": 45, "d": 30}, bridges=[("a1", "b1"), ("b2", "d2")])
+    before = groups_graph({"a": 60, "b": 45, "d": 30}, bridges=[("a1", "b1"), ("b2", "d2")])
+    previous, _ = partition_of(before)
     after = groups_graph({"a": 60, "b": 47, "d": 30, "c": 25}, bridges=[("a1", "b1"), ("b2", "d2"), ("c0", "a5")])
-    runs = [update_communities(after, SETTINGS, old) for _ in range(4)]
+    runs = [update_communities(after, SETTINGS, previous) for _ in range(4)]
     assert all(run == runs[0] for run in runs)
 
 
-def test_an_add_of_more_than_the_recluster_share_is_clustered_as_a_build():
-    """25 new entities in 80 (31%) are over community.recluster_share (0.3): every community is
-    recomputed; under a share of 0.35 they are placed."""
-    _, old = build({"a": 30, "b": 25}, bridges=[("a0", "b0")])
-    after = groups_graph({"a": 30, "b": 25, "c": 25}, bridges=[("a0", "b0"), ("c0", "a1")])
-    communities, placed = update_communities(after, SETTINGS, old)
-    assert (communities, placed) == (detect_communities(after, SETTINGS), 80)
-    looser = SETTINGS.model_copy(update={"recluster_share": 0.35})
-    communities, placed = update_communities(after, looser, old)
-    assert placed == 25 and {c.community_id for c in old} <= {c.community_id for c in communities}
+def test_below_level_one_the_finer_communities_without_a_change_are_kept_too():
+    """Three levels: a new entity tied to one member; every previous community of level 2 or
+    deeper without that member keeps its id and members (an add used to find the level-2
+    communities of a re-clustered level-1 one afresh), and the new entity is in one community
+    per level from 0 down."""
+    before = groups_graph({"a": 90, "b": 90})
+    previous, old = partition_of(before)
+    assert any(c.level == 2 for c in old)
+    after = groups_graph({"a": 90, "b": 90})
+    after.entities.append(Entity("new", "new", "PERSON", ["new"], 1, ["new:0"]))
+    after.relations += [Relation(f"n{i}", "new", "a3", "", "cooccurs", 1.0, ["new:0"], []) for i in range(2)]
+    communities, _ = update_communities(after, SETTINGS, previous)
+    assert_valid(after, communities)
+    now = {c.community_id: c for c in communities}
+    deep = [c for c in old if c.level >= 2 and "a3" not in c.entity_ids]  # the code before lost 6 of 33
+    assert all(c.community_id in now and now[c.community_id].entity_ids == c.entity_ids for c in deep)
+    changed = [c for c in communities if "new" in c.entity_ids]
+    assert [c.level for c in sorted(changed, key=lambda c: c.level)] == list(range(len(changed)))
+
+
+def test_a_starting_community_cut_in_two_does_not_stop_leiden():
+    """graspologic-native's leiden panicked on a starting community that is not connected (a
+    previous community with its middle taken out): it starts from the connected parts instead."""
+    from pagerag.graph.communities import _flat_leiden
+
+    edges = [("a", "c", 1.0), ("b", "c", 1.0)]
+    seeds = {"a": 0, "b": 0, "c": 1}  # 0 = {a, b}, joined only through c (found by a search of small graphs)
+    clusters = _flat_leiden(edges, {"a", "b", "c", "d"}, seeds | {"d": 2}, SETTINGS, 2.0)
+    assert sorted(n for c in clusters for n in c) == ["a", "b", "c", "d"] and ["d"] in clusters

@@ -1,19 +1,13 @@
-"""What an add does to a library's communities: from two published versions.
+"""How much of a library's graph an add re-clusters, and why: from two published versions.
 
-    python benchmarks/communities_churn.py OLD_VERSION_DIR NEW_REPO [--kind governed|raw] [--recluster-share X]
-    python benchmarks/communities_churn.py --stability REPO [--kind governed|raw]
+    python benchmarks/communities_region.py OLD_VERSION_DIR NEW_REPO [--kind governed|raw]
+    python benchmarks/communities_region.py --stability REPO [--kind governed|raw]
 
 OLD_VERSION_DIR: the version before the add (a library keeps it in `.<name>.versions/<number>`).
-On NEW_REPO's graph, from OLD's communities: `update_communities` (community_update.py) timed,
-how many entities it placed, how many communities come out as they were (same id, level and
-members), the summaries' content keys and the new summaries (those whose key OLD did not have)
-timed, and the modularity of the level-0 partition against a full recompute's
-(`detect_communities`) on the same graph (docs/library.md, "~1,000 documents").
-
---stability: why an add no longer runs Leiden again from the previous partition. For REPO's
-three largest level-0 communities, graspologic-native's `leiden` on the community's own edges,
-started from its level-1 children, and then started from its own result: how many of the
-communities it returns are ones it started from.
+Prints the entities the add changed (new; through a new or vanished edge; through a weight alone),
+the level-0 communities they fall in and the region `update_communities` re-clusters, the
+largest level-0 communities, the time of `update_communities` itself with how many
+communities come out unchanged, and the time of the summaries' keys and of the new summaries (docs/library.md, "~1,000 documents").
 """
 from __future__ import annotations
 
@@ -26,9 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main() -> int:
-    from pagerag.graph.communities import detect_communities
-    from pagerag.graph.community_update import update_communities
-    from pagerag.library import previous_communities
+    from pagerag.graph.communities import changed_nodes, touched_region, update_communities, weighted_edges
+    from pagerag.library import previous_partition
     from pagerag.repository import Repository
     from pagerag.settings import load_settings
 
@@ -36,35 +29,39 @@ def main() -> int:
     ap.add_argument("old", type=Path)
     ap.add_argument("new", type=Path, nargs="?")
     ap.add_argument("--kind", default="governed", choices=["governed", "raw"])
-    ap.add_argument("--recluster-share", type=float, help="community.recluster_share (default: the setting's)")
     ap.add_argument("--stability", action="store_true")
     args = ap.parse_args()
-    settings = load_settings(environ={}).community
     if args.stability:
-        return stability(Repository.open(args.old), args.kind, settings)
-    if args.recluster_share is not None:
-        settings = settings.model_copy(update={"recluster_share": args.recluster_share})
-    old_repo, new_repo = Repository.open(args.old), Repository.open(args.new)
-    before = previous_communities(old_repo, args.kind)
-    graph = new_repo.graph(args.kind)
+        return stability(Repository.open(args.old), args.kind, load_settings(environ={}).community)
+    before = previous_partition(Repository.open(args.old), args.kind)
+    graph = Repository.open(args.new).graph(args.kind)
+    edges = {(a, b): w for a, b, w in weighted_edges(graph)}
+    nodes = {e.entity_id for e in graph.entities}
+    level0 = [c for c in before.communities if c.level == 0]
+    new = nodes - {m for c in level0 for m in c.entity_ids}
+    through_edges = {x for pair in edges.keys() ^ before.edges.keys() for x in pair} & nodes
+    changed = changed_nodes(nodes, edges, before)
+    region = touched_region(nodes, edges, before)
+    touched = [c for c in level0 if not changed.isdisjoint(c.entity_ids)]
+    sizes = sorted((len(c.entity_ids) for c in level0), reverse=True)
+    print(f"{args.kind}: {len(nodes):,} entities; changed {len(changed):,} (new {len(new):,}, through a new or "
+          f"vanished edge {len(through_edges - new):,}, through a weight alone {len(changed - through_edges - new):,})")
+    print(f"level-0 communities {len(level0):,} (median size {sizes[len(sizes) // 2]}; largest {sizes[:6]}); "
+          f"the changed entities fall in {len(touched)} holding {sum(len(c.entity_ids) for c in touched):,}")
+    print(f"region re-clustered: {len(region):,} entities ({100 * len(region) / max(1, len(nodes)):.0f}%)")
     started = time.perf_counter()
-    communities, placed = update_communities(graph, settings, before)
+    communities, _ = update_communities(graph, load_settings(environ={}).community, before)
     seconds = time.perf_counter() - started
-    old = {(c.community_id, c.level, tuple(c.entity_ids)) for c in before}
-    same = sum((c.community_id, c.level, tuple(c.entity_ids)) in old for c in communities)
-    print(f"{args.kind}: {len(graph.entities):,} entities, {placed:,} placed; update_communities {seconds:.1f} s; "
-          f"{same:,} of {len(communities):,} communities as they were")
-    summaries_after(graph, communities, old_repo, new_repo, args.kind)
-    started = time.perf_counter()
-    full = detect_communities(graph, settings)
-    print(f"modularity of level 0: placed {modularity(graph, communities):.4f}, full recompute "
-          f"{modularity(graph, full):.4f} ({time.perf_counter() - started:.1f} s)")
+    old = {(c.level, tuple(c.entity_ids)) for c in before.communities}
+    same = sum((c.level, tuple(c.entity_ids)) in old for c in communities)
+    print(f"update_communities {seconds:.1f} s; {same:,} of {len(communities):,} communities unchanged")
+    summaries_after(graph, communities, Repository.open(args.old), Repository.open(args.new), args.kind)
     return 0
 
 
 def summaries_after(graph, communities, old_repo, new_repo, kind: str) -> None:
-    """Every community's content key, then summaries for those whose key the old version did not
-    have (as library._summarised does)."""
+    """What the add's summaries cost: every community's content key, then summaries for those
+    whose key the old version did not have (as library._summarised does)."""
     from pagerag.graph.summaries import summarise_communities, summary_inputs
     from pagerag.library import previous_summaries
     from pagerag.settings import load_settings
@@ -85,15 +82,10 @@ def stability(repo, kind: str, settings) -> int:
     import graspologic_native as gn
     import networkx as nx
 
-    from pagerag.library import previous_communities
-
-    communities = previous_communities(repo, kind)
-    graph = repo.graph(kind)
-    edges = {}
     from pagerag.graph.communities import weighted_edges
 
-    for a, b, w in weighted_edges(graph):
-        edges[(a, b)] = w
+    communities = repo.graph(kind).communities
+    edges = {(a, b): w for a, b, w in weighted_edges(repo.graph(kind))}
     for top in sorted((c for c in communities if c.level == 0), key=lambda c: -len(c.entity_ids))[:3]:
         inside = set(top.entity_ids)
         children = [c for c in communities if c.parent == top.community_id]
@@ -123,17 +115,6 @@ def stability(repo, kind: str, settings) -> int:
               f"{sum(m in before for m in first)} of them as they were; from its own result, {len(again)}, "
               f"{sum(m in set(first) for m in again)} as they were")
     return 0
-
-
-def modularity(graph, communities) -> float:
-    import networkx as nx
-
-    from pagerag.graph.communities import weighted_edges
-
-    g = nx.Graph()
-    g.add_nodes_from(e.entity_id for e in graph.entities)
-    g.add_weighted_edges_from(weighted_edges(graph))
-    return nx.community.modularity(g, [set(c.entity_ids) for c in communities if c.level == 0])
 
 
 if __name__ == "__main__":
