@@ -40,9 +40,12 @@ def validate_repository(path: Path, docs: set[str] | None = None, graphs_checked
     if repo.bm25.n_docs != len(passages):
         raise RepositoryError(f"{path}: BM25 index does not match passages")
     for kind in GRAPH_KINDS:
-        problems = stored_count_problems(repo, kind) if graphs_checked else stored_provenance_problems(repo, kind, passages)
+        if graphs_checked:
+            problems, what = stored_count_problems(repo, kind), "tables"
+        else:
+            problems, what = stored_provenance_problems(repo, kind, passages), "provenance"
         if problems:
-            raise RepositoryError(f"{path}: {kind} graph provenance: {problems[0]}")
+            raise RepositoryError(f"{path}: {kind} graph {what}: {problems[0]}")
     return repo
 
 

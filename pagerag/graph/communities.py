@@ -329,8 +329,8 @@ def _split(members: list[str], key: str, level: int, previous: _Previous, change
     previous community one level down that lies inside it, smaller than it, with no changed
     member, is kept whole (with its subtree) as one of its children; Leiden runs on the rest only,
     seeded with the rest's previous communities of that level (a build runs it on the whole
-    cluster), and each child large enough is split the same way. (Until issue 30 only level 1
-    was kept so: the children of a re-clustered level-1 community were found afresh.) A cluster
+    cluster), and each child large enough is split the same way. (Only level 1 was kept so
+    before: the children of a re-clustered level-1 community were found afresh.) A cluster
     Leiden leaves whole has no children, as in hierarchical Leiden. `whole`: the cluster's own
     edges."""
     inside = set(members)

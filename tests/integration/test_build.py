@@ -111,7 +111,7 @@ def test_a_writer_checks_its_graphs_records_and_then_the_stored_counts(carol_rep
     stored = Repository.open(short)
     rows = stored.store.read("communities_governed")
     stored.store.write("communities_governed", rows[:-1])
-    with pytest.raises(RepositoryError, match=f"governed graph provenance: {len(rows) - 1} communities stored, "
+    with pytest.raises(RepositoryError, match=f"governed graph tables: {len(rows) - 1} communities stored, "
                                               f"manifest says {len(rows)}"):
         validate_repository(short, graphs_checked=True)
 
