@@ -33,8 +33,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.stability:
         return stability(Repository.open(args.old), args.kind, load_settings(environ={}).community)
-    before = previous_partition(Repository.open(args.old), args.kind)
-    graph = Repository.open(args.new).graph(args.kind)
+    old_repo, new_repo = Repository.open(args.old), Repository.open(args.new)
+    before = previous_partition(old_repo, args.kind)
+    graph = new_repo.graph(args.kind)
     edges = {(a, b): w for a, b, w in weighted_edges(graph)}
     nodes = {e.entity_id for e in graph.entities}
     level0 = [c for c in before.communities if c.level == 0]
@@ -55,7 +56,11 @@ def main() -> int:
     old = {(c.level, tuple(c.entity_ids)) for c in before.communities}
     same = sum((c.level, tuple(c.entity_ids)) in old for c in communities)
     print(f"update_communities {seconds:.1f} s; {same:,} of {len(communities):,} communities unchanged")
-    summaries_after(graph, communities, Repository.open(args.old), Repository.open(args.new), args.kind)
+    summaries_after(graph, communities, old_repo, new_repo, args.kind)
+    texts = [f"{r['title']}. {r['summary']}" for r in new_repo.store.read(f"communities_{args.kind}")]
+    known = {f"{r['title']}. {r['summary']}" for r in old_repo.store.read(f"communities_{args.kind}")}
+    print(f"summary texts of NEW's communities not in OLD's (embedded again for the community operator): "
+          f"{sum(t not in known for t in texts):,} of {len(texts):,}")
     return 0
 
 
@@ -84,8 +89,9 @@ def stability(repo, kind: str, settings) -> int:
 
     from pagerag.graph.communities import weighted_edges
 
-    communities = repo.graph(kind).communities
-    edges = {(a, b): w for a, b, w in weighted_edges(repo.graph(kind))}
+    graph = repo.graph(kind)
+    communities = graph.communities
+    edges = {(a, b): w for a, b, w in weighted_edges(graph)}
     for top in sorted((c for c in communities if c.level == 0), key=lambda c: -len(c.entity_ids))[:3]:
         inside = set(top.entity_ids)
         children = [c for c in communities if c.parent == top.community_id]

@@ -165,7 +165,7 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
                   show_progress, on_progress, executor, ray_address) -> BuildReport:
     from .index.exported import give_back_free_heap
     from .repository import publish, staging_dir
-    from .validation import graph_problems, validate_repository
+    from .validation import check_graph_records, validate_repository
 
     staging = staging_dir(repo)
     try:
@@ -178,7 +178,7 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
             table = merge_windows([p.windows for p in parts]) if parts and settings.embed.windows else None
             graph_stage = graph_stages(library, base, settings, cache, progress, timings, llm)
             t0 = time.perf_counter()
-            graph_problems(repo, graph_stage.graphs, library.passages)
+            check_graph_records(repo, graph_stage.graphs, library.passages)
             with progress.stage("publish", 3) as advance:
                 manifest = make_manifest(base, library, graph_stage, settings, timings, started, llm, table)
                 write_version(staging, base, library, graph_stage, table, manifest, settings)

@@ -17,7 +17,7 @@ def validate_repository(path: Path, docs: set[str] | None = None, graphs_checked
     With `docs` (a library's new documents), passages are checked against their sources only for
     those documents: the others were checked when they came in, and their files are the same.
     `graphs_checked`: the writer checked the graphs' provenance on its records before writing
-    them (graph_problems); the stored graph tables are then checked for their row counts only
+    them (check_graph_records); the stored graph tables are then checked for their row counts only
     (reading their provenance columns back was ~5 s of an add at 1,000 documents, 0.4 s on the
     records)."""
     repo = Repository.open(path)
@@ -49,7 +49,7 @@ def validate_repository(path: Path, docs: set[str] | None = None, graphs_checked
     return repo
 
 
-def graph_problems(where: Path, graphs: dict, passages: list[Passage]) -> None:
+def check_graph_records(where: Path, graphs: dict, passages: list[Passage]) -> None:
     """Raise on the first provenance fault of the graphs' records (before they are written)."""
     for kind, graph in graphs.items():
         problems = provenance_problems(graph, passages)

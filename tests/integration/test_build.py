@@ -94,17 +94,17 @@ def test_validation_reads_a_stored_graphs_provenance_as_its_records_give_it(caro
 
 def test_a_writer_checks_its_graphs_records_and_then_the_stored_counts(carol_repo: Path, tmp_path: Path):
     """A build or add checks the graphs' provenance on its records before writing them
-    (graph_problems) and then only the stored graph tables' row counts (graphs_checked): a record
+    (check_graph_records) and then only the stored graph tables' row counts (graphs_checked): a record
     with an unknown passage stops it, and so does a table with a row fewer than the manifest says."""
-    from pagerag.validation import graph_problems
+    from pagerag.validation import check_graph_records
 
     repo = Repository.open(carol_repo)
     graphs = {kind: repo.graph(kind) for kind in ("raw", "governed")}
-    graph_problems(carol_repo, graphs, repo.passages)  # sound: nothing raised
+    check_graph_records(carol_repo, graphs, repo.passages)  # sound: nothing raised
     entity = graphs["governed"].entities[0]
     entity.passage_ids = [*entity.passage_ids, "no-such-passage"]
     with pytest.raises(RepositoryError, match="governed graph provenance: .*unknown passage no-such-passage"):
-        graph_problems(carol_repo, graphs, repo.passages)
+        check_graph_records(carol_repo, graphs, repo.passages)
     validate_repository(carol_repo, graphs_checked=True)
     short = tmp_path / "short.rag"
     shutil.copytree(carol_repo, short)
