@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main() -> int:
-    from pagerag.graph.communities import Partition, detect_communities, edge_weights, update_communities
+    from pagerag.graph.communities import (Partition, changed_nodes, detect_communities, edge_weights,
+                                           update_communities)
     from pagerag.records import Graph
     from pagerag.repository import Repository
     from pagerag.settings import load_settings
@@ -31,6 +32,8 @@ def main() -> int:
     ap.add_argument("repo", type=Path)
     ap.add_argument("--step", type=int, default=50)
     ap.add_argument("--kind", default="governed", choices=["governed", "raw"])
+    ap.add_argument("--per-step", action="store_true",
+                    help="each step's entities, changed entities and the communities it made anew (summaries to make)")
     args = ap.parse_args()
     settings = load_settings(environ={}).community
     repo = Repository.open(args.repo)
@@ -52,10 +55,17 @@ def main() -> int:
         else:
             communities, _ = update_communities(part, settings, previous)
             before = {(c.community_id, c.level, tuple(c.entity_ids)) for c in previous.communities}
-            kept += sum((c.community_id, c.level, tuple(c.entity_ids)) in before for c in communities)
-            made += len(communities)
+            same = sum((c.community_id, c.level, tuple(c.entity_ids)) in before for c in communities)  # kept
+            kept, made = kept + same, made + len(communities)
+            if args.per_step:
+                changed = changed_nodes(ids, edge_weights(((r.source, r.target, r.weight) for r in relations), ids),
+                                        previous)
+                anew = [c for c in communities if (c.community_id, c.level, tuple(c.entity_ids)) not in before]
+                print(f"step {k}: {len(entities):,} entities, {len(changed):,} changed; {len(communities):,} "
+                      f"communities, {len(anew):,} made anew holding {sum(len(c.entity_ids) for c in anew):,} "
+                      f"memberships", flush=True)
         previous = Partition(communities, edge_weights(((r.source, r.target, r.weight) for r in relations), ids))
-        if k in (2, 6, 11, len(steps)):
+        if k in (2, 6, 11, len(steps)) and not args.per_step:
             print(f"step {k}: {len(entities):,} entities; modularity {modularity(part, communities):.4f}, full recompute "
                   f"{modularity(part, detect_communities(part, settings)):.4f}; communities kept through the adds so far "
                   f"{kept:,} of {made:,} ({time.perf_counter() - started:.0f} s)", flush=True)

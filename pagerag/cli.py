@@ -102,7 +102,9 @@ def inspect(repo: Path = RepoOption, as_json: bool = typer.Option(False, "--json
     table.add_column("raw", justify="right")
     table.add_column("governed", justify="right")
     for name in ("entities", "relations", "communities", "isolated"):
-        table.add_row(name, str(stats.get(f"{name}_raw")), str(stats.get(name)))
+        raw_count = stats.get(f"{name}_raw")
+        table.add_row(name, "on demand" if raw_count is None and name == "communities" else str(raw_count),
+                      str(stats.get(name)))
     table.add_row("passages", "", str(stats.get("passages")))
     table.add_row("words", "", f"{stats.get('words', 0):,}")
     table.add_row("build seconds", "", str(stats.get("build_seconds")))
@@ -126,7 +128,12 @@ def export(
     from .repository import Repository
 
     repository = Repository.open(repo)
-    count = write_graphml(repository.graph("raw" if raw else "governed"), graphml)
+    graph = repository.graph("raw" if raw else "governed")
+    if not graph.communities and graph.relations:  # the raw graph's are found when first read
+        from .graph.communities import detect_communities
+
+        graph.communities = detect_communities(graph, repository.community_settings())
+    count = write_graphml(graph, graphml)
     typer.echo(f"wrote {graphml}: {count['nodes']} nodes, {count['edges']} edges")
 
 

@@ -258,24 +258,25 @@ def _graph_stages(library: Library, base: Base | None, settings: Settings, cache
         advance(1)
     del known_names
     graphs = {"raw": raw, "governed": governed}
-    reused = 0
     summary_keys: dict[str, list[str]] = {}
     # an add or remove keeps the communities it did not touch (Leiden again on the touched region only)
     incremental = base is not None and settings.community.incremental and same_leiden(base.repo, settings)
-    with progress.stage("communities", 2) as advance:
+    # Communities of the governed graph only. The raw graph's are found when a question first
+    # reads them (the raw-graph ablation: retrieve.state, graph.summaries.summarised_communities):
+    # making them at every add was about two thirds of this stage at 1,000 documents
+    # (docs/library.md). Without governance the raw graph is the governed one, and has them.
+    if raw is not governed:
+        raw.communities = []
+    with progress.stage("communities", 1) as advance:
         t0 = time.perf_counter()
-        leiden_seconds = 0.0
-        for kind, graph in graphs.items():
-            t_leiden = time.perf_counter()
-            communities = _leiden(kind, graph, base.repo if incremental else None, settings, governance)
-            leiden_seconds += time.perf_counter() - t_leiden
-            keys = [digest(k) for k in summary_inputs(graph, communities)]
-            summary_keys[kind] = keys
-            graph.communities, n = _summarised(graph, communities, keys, previous.get(kind, {}), passages, settings, embedder)
-            reused += n
-            advance(1)
+        communities = _leiden("governed", governed, base.repo if incremental else None, settings, governance)
+        timings["leiden"] = round(time.perf_counter() - t0, 3)  # with the base's partition read, on an add
+        keys = [digest(k) for k in summary_inputs(governed, communities)]
+        summary_keys["governed"] = keys
+        governed.communities, reused = _summarised(governed, communities, keys, previous.get("governed", {}), passages,
+                                                   settings, embedder)
+        advance(1)
         timings["communities"] = round(time.perf_counter() - t0, 3)
-        timings["leiden"] = round(leiden_seconds, 3)  # of which Leiden (with the base's partition read, on an add)
     governance["summaries_reused"] = reused
     entity_vectors = run_timed(timings, "entity_vectors", lambda: embed_name_vectors(graphs, embedder))
     # the last text of the graph stages: the compiled model (OpenVINO's kernels and buffers) would otherwise sit
@@ -381,9 +382,9 @@ def previous_summaries(repo) -> dict[str, dict[str, tuple[str, str]]]:
     try:
         keys = json.loads((repo.root / SUMMARY_KEYS).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {kind: summaries_by_content(repo.graph(kind)) for kind in ("raw", "governed")}
+        return {"governed": summaries_by_content(repo.graph("governed"))}
     out = {}
-    for kind in ("raw", "governed"):
+    for kind in ("governed",):  # the raw graph's are made on demand (_graph_stages)
         rows = repo.store.read(f"communities_{kind}")
         out[kind] = {k: (r["title"], r["summary"]) for k, r in zip(keys.get(kind, []), rows)}
     return out

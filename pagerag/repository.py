@@ -164,6 +164,15 @@ class Repository:
     def stats(self) -> dict[str, Any]:
         return dict(self.manifest.get("stats", {}))
 
+    def community_settings(self):
+        """The Leiden and summary settings this version was built with (its manifest's; today's
+        defaults for any it does not name): the raw graph's communities are found with them when
+        first read."""
+        from .settings import CommunitySettings
+
+        given = self.manifest.get("settings", {}).get("community", {})
+        return CommunitySettings(**{k: v for k, v in given.items() if k in CommunitySettings.model_fields})
+
 
 def document_list(manifest: dict[str, Any], passages: list[Passage] | None = None) -> list[dict[str, Any]]:
     """The library's documents: id, title, file, format, words, passages, sha256, when added (a

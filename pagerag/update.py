@@ -417,7 +417,9 @@ def make_manifest(base: Base | None, library: Library, stage, settings: Settings
             "documents": len(library.sources),
             "entities_raw": raw["entities"], "entities": governed["entities"],
             "relations_raw": raw["relations"], "relations": governed["relations"],
-            "communities_raw": raw["communities"], "communities": governed["communities"],
+            # None: the raw graph's communities are made when first read (library._graph_stages)
+            "communities_raw": raw["communities"] if stage.graphs["raw"].communities else None,
+            "communities": governed["communities"],
             "isolated_raw": raw["isolated"], "isolated": governed["isolated"],
             "build_seconds": seconds, "build_tokens": tokens["prompt"] + tokens["completion"],
         },

@@ -187,6 +187,15 @@ def summarise_communities(graph: Graph, communities: list[Community], passages: 
     return out
 
 
+def summarised_communities(graph: Graph, passages: list[Passage], settings: CommunitySettings) -> list[Community]:
+    """A graph's communities found afresh, with their titles and summaries, as a build makes the
+    governed graph's: the raw graph's are made so when a question first reads them (a library
+    does not keep them up to date on every add)."""
+    from .communities import detect_communities
+
+    return summarise_communities(graph, detect_communities(graph, settings), passages, settings)
+
+
 def summary_inputs(graph: Graph, communities: list[Community]) -> list[tuple]:
     """Per community, everything its extractive title and summary are a function of: its members
     (names, aliases, mentions, passages), its passages and the weights inside it. A library

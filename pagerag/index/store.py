@@ -130,6 +130,8 @@ class LanceStore:
         """Some columns of a table, in no particular row order: only those are read from disk (a
         library's raw relations have a wide evidence column the caller may not need)."""
         table = self._db.open_table(name)
+        if not table.count_rows():  # an empty table was written without its columns (nothing to type them by)
+            return {key: [] for key in names}
         found = table.search().select(list(names)).limit(max(1, table.count_rows())).to_arrow()
         out = {key: found.column(key).to_pylist() for key in names}
         for key in _JSON_COLUMNS & out.keys():  # decoded as iter_rows does

@@ -191,6 +191,10 @@ class RepoState:
             vectors = np.ascontiguousarray(self.repo.entity_vectors(kind), dtype=np.float32)
         except Exception as exc:
             raise RepositoryError(f"{self.path}: the {kind} graph is unreadable ({_short(exc)}); rebuild it") from None
+        if not graph.communities and graph.relations:  # the raw graph's: made when first read
+            from ..graph.summaries import summarised_communities
+
+            graph.communities = summarised_communities(graph, self.passages, self.repo.community_settings())
         return build_view(kind, graph, vectors, n_passages=len(self.passages), dim=self.vectors.shape[1])
 
     def ppr_graph(self, kind: str):
