@@ -265,6 +265,11 @@ class GenerateSettings(_Section):
     def _auto_was_yesno(cls, value: Any) -> Any:
         return "yesno" if value == "auto" else value  # the yes/no judge's old name: configs that name it keep it
 
+    pick_answer: bool = Field(
+        True, description="With judge = pick, once the evidence is judged sufficient: the LLM, in the same conversation, "
+        "gives the answer in a few words; it is the answer when all its content words are in one sentence of the excerpt "
+        "about the question (that sentence is cited), else the named sentence is. One more LLM call (docs/pairs.md)."
+    )
     judge_windows: int = Field(
         4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "
         "the retrieval's order (the first evidence passages)."

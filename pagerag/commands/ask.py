@@ -302,7 +302,7 @@ def _rcs_row(settings) -> tuple[str, str, str]:
 def _prompts_row() -> tuple[str, str, str]:
     from ..resources import resource_dir
 
-    needed = ["answer", "judge_window", "quote_answer", "pick_sentence"]
+    needed = ["answer", "judge_window", "quote_answer", "pick_sentence", "pick_answer"]
     folder = resource_dir("prompts")
     absent = [n for n in needed if not (folder / f"{n}.txt").is_file()]
     return ("prompts", "missing" if absent else "ok", f"{folder}" + (f" lacks {', '.join(absent)}" if absent else ""))

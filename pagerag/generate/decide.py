@@ -257,9 +257,11 @@ def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -
     """The LLM names, excerpt by excerpt, the numbered sentence that states the answer (or none);
     the score compares the excerpts' P(some sentence) (window_judge.pick_sentence) against the
     threshold `pagerag calibrate --llm` fitted for this LLM, else the packaged one (fitted for the
-    local 1.5B: models/pick_decision.json); the answer is the best excerpt's sentence."""
+    local 1.5B: models/pick_decision.json). The answer: the model's short answer with the sentence
+    of the best excerpt that states it, when it checks out (`generate.pick_answer`), else the
+    sentence it named."""
     from .models import pick_decision
-    from .window_judge import null_p_some, pick_score, pick_sentence
+    from .window_judge import null_p_some, pick_answer, pick_score, pick_sentence
 
     calibrated = llm_decision(pipe.llm, "pick")
     decision = calibrated or pick_decision()
@@ -278,7 +280,10 @@ def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -
                              f"best excerpt's {shown} vs tau {tau:.2f} ({len(readings)} excerpts read)")
     if refused:
         return refused
-    if best.quote is None:
+    stated = pick_answer(pipe.llm, answer.question, best, cost) if pipe.settings.generate.pick_answer else None
+    if stated is not None:
+        best.answer, best.quote = stated  # the short answer, cited with the sentence that states it
+    elif best.quote is None:
         return _refuse(answer, UNSUPPORTED, "The sentence the model named does not bear on the question, so it cannot "
                        "be the answer.")
     return _answer_from_quote(answer, best, pipe)

@@ -54,6 +54,7 @@ class ExcerptReading:
     reply: str = ""  # the quote-and-answer reply, as written
     quote: tuple[int, int] | None = None  # the verified sentence span(s) in the source, else None
     answer: str = ""
+    pick: int = 0  # the pick's likeliest sentence number (1-based; 0 for the yes/no judge)
 
 
 def judge_excerpts_of(reading, state, k: int, encoding: str = "cl100k_base") -> list[Excerpt]:
@@ -258,18 +259,43 @@ def pick_score(p_some: list[float], feature: str, null: float | None = None) -> 
     return judge_score(p_some, feature)
 
 
+def unit_texts(excerpt: Excerpt) -> list[str]:
+    return [excerpt.text[s - excerpt.start: e - excerpt.start] for s, e in excerpt_units(excerpt)]
+
+
 def pick_sentence(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost) -> ExcerptReading:
     """The excerpt read by the pick: `p_yes` holds P(some sentence states the answer) and `quote`
     the likeliest sentence's span, when it is about the question."""
     units = excerpt_units(excerpt)
-    dist = number_distribution(llm, question, [excerpt.text[s - excerpt.start: e - excerpt.start] for s, e in units],
-                               cost)
+    dist = number_distribution(llm, question, unit_texts(excerpt), cost)
     best = max(list(dist)[1:], key=lambda n: dist[n])
-    reading = ExcerptReading(excerpt, 1.0 - dist["0"])
+    reading = ExcerptReading(excerpt, 1.0 - dist["0"], pick=int(best))
     span = units[int(best) - 1]
     if dist[best] > 0 and bears_on(question, excerpt.text[span[0] - excerpt.start: span[1] - excerpt.start]):
         reading.quote = span
     return reading
+
+
+def pick_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCost) -> tuple[str, tuple[int, int]] | None:
+    """The answer in a few words, asked in the pick's own conversation (its number as the model's
+    reply), with the sentence that states it: (answer, that sentence's source span), or None when
+    the model says NONE or its words are not all in one sentence of the excerpt that is about the
+    question. The picked sentence is often the one beside the answer's (docs/pairs.md); the short
+    answer finds the sentence itself, and a small model's invented answer does not check out."""
+    messages = pick_messages(question, unit_texts(reading.excerpt)) + \
+        [{"role": "assistant", "content": str(reading.pick)}] + render_prompt("pick_answer")
+    reply = charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text
+    short = fold_space(reply).strip(" .\"'\u201c\u201d")
+    said = content_stems(short)
+    if not said or "none" in short.lower().split() or not said - content_stems(question):
+        return None
+    e = reading.excerpt
+    spans = split_sentences(e.text) or [(0, len(e.text))]
+    s, t = max(spans, key=lambda st: len(content_stems(e.text[st[0]:st[1]]) & said))
+    sentence = e.text[s:t]
+    if not said <= content_stems(sentence) or not bears_on(question, sentence):
+        return None
+    return short, (e.start + s, e.start + t)
 
 
 def quoted_excerpt(state, reading: ExcerptReading, encoding: str = "cl100k_base") -> Excerpt:

@@ -22,6 +22,7 @@ from pagerag.generate.context import fold_space
 from pagerag.generate.models import pick_decision
 from pagerag.generate.window_judge import NULL_EXCERPT
 from pagerag.records import INSUFFICIENT, UNSUPPORTED
+from pagerag.resources import load_prompt
 
 # The training book's sentence that states the sum (whitespace folded)
 BOOK_SENTENCE = ("The district court, subsequently confirmed by the supreme court, decided in favor of the "
@@ -43,7 +44,18 @@ def names_the_sum(body: dict) -> dict[str, float]:
     return {stating[0]: -0.05, "0": -3.5} if stating else {"0": -0.05, "1": -3.5}
 
 
-def says_the_number(body: dict) -> str:
+PICK_ANSWER = load_prompt("pick_answer").strip()
+
+
+def is_follow_up(body: dict) -> bool:
+    """The request for the answer in a few words, after the pick's number."""
+    return body["messages"][-1]["content"] == PICK_ANSWER and body["messages"][-2]["role"] == "assistant"
+
+
+def says_the_number(body: dict, short: str = ANSWER) -> str:
+    """The number of the sentence that states the sum; asked then for the answer, `short`."""
+    if is_follow_up(body):
+        return short
     table = names_the_sum(body)
     return max(table, key=table.get)
 
@@ -57,18 +69,22 @@ def ask(printer_repo, gate, server, question=ANSWERABLE):
     return PageRAG(printer_repo, llm=loopback_llm(server), confidence=gate).ask(question)  # the default judge
 
 
-def test_the_named_sentence_is_the_answer_quoted_from_the_book(printer_repo, gate):
+def test_the_short_answer_is_given_with_the_sentence_that_states_it(printer_repo, gate):
     with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum) as server:
         answer = ask(printer_repo, gate, server)
         bodies = list(server.bodies)
+    picks, follow_ups = bodies[:-1], bodies[-1:]
     # one call an excerpt, and one on the control text that answers nothing (the score is relative to it)
-    assert len(bodies) == 5 and all(b.get("logprobs") and b["max_tokens"] == 1 for b in bodies)
-    assert sum(NULL_EXCERPT.split(".")[0] in b["messages"][-1]["content"] for b in bodies) == 1
-    for body in bodies:  # at most 9 numbered sentences, so a number is one token
+    assert len(picks) == 5 and all(b.get("logprobs") and b["max_tokens"] == 1 for b in picks)
+    assert sum(NULL_EXCERPT.split(".")[0] in b["messages"][-1]["content"] for b in picks) == 1
+    for body in picks:  # at most 9 numbered sentences, so a number is one token
         assert 1 <= len(numbered(body)) <= 9
+    # then the answer in a few words, in the conversation of the excerpt that named the sentence
+    assert is_follow_up(follow_ups[0]) and ANSWER in follow_ups[0]["messages"][1]["content"]
+    assert follow_ups[0]["messages"][-2]["content"] == says_the_number({"messages": follow_ups[0]["messages"][:2]})
     assert answer.decision == "answered" and answer.verdict.method == "llm-pick (packaged threshold)"
     assert fold_space(answer.citations[0].quote) == BOOK_SENTENCE
-    assert answer.answer == f"\u201c{fold_space(answer.citations[0].quote)}\u201d [1]"
+    assert answer.answer == f"{ANSWER} [1]"
     assert sorted(j["p_some"] > 0.9 for j in answer.judged) == [False, False, False, True]
     assert answer.verdict.score >= pick_decision()["tau"]
     assert answer.tokens["judge"]["prompt"] > 0
@@ -128,3 +144,23 @@ def test_a_threshold_calibrated_for_the_backend_and_model_replaces_the_packaged_
     assert before.decision == "answered"
     assert after.decision == "refused" and after.reason == INSUFFICIENT and after.verdict.method == "llm-pick"
     assert after.verdict.score == before.verdict.score and f"tau {before.verdict.score + 0.5:.2f}" in after.verdict.detail
+
+
+@pytest.mark.parametrize("short", ["NONE", "$9,000", "the printers"])
+def test_a_short_answer_that_does_not_check_out_leaves_the_named_sentence(printer_repo, gate, short):
+    """NONE, a sum the book does not state, words of no sentence that states it: the answer is the
+    sentence the model named, quoted, as without the follow-up."""
+    with LoopbackOpenAIServer(reply=lambda body: says_the_number(body, short), top_logprobs=names_the_sum) as server:
+        answer = ask(printer_repo, gate, server)
+        asked = [b for b in server.bodies if is_follow_up(b)]
+    assert len(asked) == 1 and answer.decision == "answered"
+    assert fold_space(answer.citations[0].quote) == BOOK_SENTENCE
+    assert answer.answer == f"\u201c{fold_space(answer.citations[0].quote)}\u201d [1]"
+
+
+def test_without_pick_answer_the_named_sentence_is_the_answer(printer_repo, gate, monkeypatch):
+    monkeypatch.setenv("PAGERAG_GENERATE__PICK_ANSWER", "false")
+    with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum) as server:
+        answer = ask(printer_repo, gate, server)
+        assert not any(is_follow_up(b) for b in server.bodies)
+    assert answer.answer == f"\u201c{fold_space(answer.citations[0].quote)}\u201d [1]"
