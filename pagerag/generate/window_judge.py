@@ -17,6 +17,10 @@ none; prompts/pick_sentence): P(some sentence) = 1 - P("0") from the first reply
 answer is the likeliest sentence. A pick cannot be invented, so nothing needs verifying but that
 the sentence is about the question; on 40 training pairs it separated the two sides better than
 the yes/no question (AUC 0.76 against 0.62; with the control text, `null`, 0.79; docs/pairs.md).
+The named sentence is often the one beside the answer's, so once the evidence is judged
+sufficient the same conversation asks for the answer in a few words (`pick_answer`,
+prompts/pick_answer): kept, with the sentence that holds all its words as the citation, when
+that sentence is about the question; else the named sentence is the answer.
 
 The decision: answer when the best excerpt's P(yes) reaches tau (a model fitted on pairs by
 `pagerag calibrate --llm BACKEND`; uncalibrated, P(yes) >= 0.5) and its quote checks out; a
