@@ -30,6 +30,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from pair_pick import held_out_sides  # noqa: E402  (the same held-out decision as the pick's report)
 
 SAMPLE = ROOT / "pagerag" / "generate" / "models" / "calibration_pairs.jsonl.gz"
 ASK_ANSWER = ("Give the answer to the question in a few words, exactly as the excerpt states it. Reply with the "
@@ -148,23 +151,7 @@ def figures(recs: list[dict], kind: str, tau: float | None = None) -> dict:
     right = np.array([bool(a) and lenient_by_recall(a, r["answers"]) for a, r in zip(says_ans, recs)])
     silent_gives = np.array([bool(a) for a in silent_ans])
     books = np.array([r["book"] for r in recs])
-
-    def at(tau, idx):
-        return (says[idx] >= tau) & right[idx], ~((silent[idx] >= tau) & silent_gives[idx])
-
-    def choose(idx):
-        best = None
-        for tau in np.unique(np.concatenate([says[idx], silent[idx]])):
-            a, r = at(tau, idx)
-            key = (r.mean() >= 0.6, (a & r).mean(), tau)
-            best = key if best is None or key[:2] > best[:2] else best
-        return best[2]
-
-    answered = np.zeros(len(recs), bool)
-    refused = np.zeros(len(recs), bool)
-    for book in np.unique(books):
-        held = books == book
-        answered[held], refused[held] = at(choose(~held) if tau is None else tau, held)
+    answered, refused = held_out_sides(says, silent, right, books, silent_gives, tau)
     return {"right": answered.mean(), "refused": refused.mean(), "both": (answered & refused).mean(),
             "answer_right_on_says": right.mean(), "checked_says": np.mean([bool(a) for a in says_ans]),
             "checked_silent": silent_gives.mean()}

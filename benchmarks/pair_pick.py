@@ -169,6 +169,33 @@ def side_score(readings: list[dict], key: str, how: str, null: dict | None = Non
     return ranked[0] - float(np.mean(ranked[1:])), best
 
 
+def held_out_sides(says: np.ndarray, silent: np.ndarray, right: np.ndarray, books: np.ndarray,
+                   silent_gives: np.ndarray | None = None, tau: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(answered right where the book says, refused where it does not) per pair: each book decided
+    at the threshold with the most pairs right on both sides on the other books (refusing at least
+    60% where they can), or at `tau` when given. `right`: the says side's answer is right;
+    `silent_gives`: the silent side has an answer to give above the threshold (default: all)."""
+    gives = np.ones(silent.size, bool) if silent_gives is None else silent_gives
+
+    def at(threshold, idx):
+        return (says[idx] >= threshold) & right[idx], ~((silent[idx] >= threshold) & gives[idx])
+
+    def choose(idx):
+        best = None
+        for threshold in np.unique(np.concatenate([says[idx], silent[idx]])):
+            a, r = at(threshold, idx)
+            key = (r.mean() >= 0.6, (a & r).mean(), threshold)
+            best = key if best is None or key[:2] > best[:2] else best
+        return best[2]
+
+    answered = np.zeros(says.size, bool)
+    refused = np.zeros(says.size, bool)
+    for book in np.unique(books):
+        held = books == book
+        answered[held], refused[held] = at(choose(~held) if tau is None else tau, held)
+    return answered, refused
+
+
 def figures(recs, key: str, how: str, scored_answer: bool) -> dict:
     from pagerag.evaluate.scoring import lenient_by_recall
 
@@ -183,26 +210,7 @@ def figures(recs, key: str, how: str, scored_answer: bool) -> dict:
         right.append(lenient_by_recall(answer, r["answers"]) if scored_answer else True)
         books.append(r["book"])
     says, silent, right, books = map(np.array, (says, silent, right, books))
-
-    def at(tau, idx):
-        answered = (says[idx] >= tau) & right[idx]
-        refused = silent[idx] < tau
-        return answered, refused
-
-    def choose(idx):
-        best = None
-        for tau in np.unique(np.concatenate([says[idx], silent[idx]])):
-            a, r = at(tau, idx)
-            key_ = (r.mean() >= 0.6, (a & r).mean(), tau)
-            best = key_ if best is None or key_[:2] > best[:2] else best
-        return best[2]
-
-    answered = np.zeros(len(recs), bool)
-    refused = np.zeros(len(recs), bool)
-    for book in np.unique(books):
-        held = books == book
-        tau = choose(~held)
-        answered[held], refused[held] = at(tau, held)
+    answered, refused = held_out_sides(says, silent, right, books)
     order = np.concatenate([says, silent])
     labels = np.concatenate([np.ones_like(says), np.zeros_like(silent)])
     from sklearn.metrics import roc_auc_score
