@@ -132,8 +132,10 @@ def test_build_inspect_export_through_cli(tmp_path: Path, carol_excerpt: Path):
     assert set(stats) == expected
     assert stats["passages"] > 0 and stats["entities"] <= stats["entities_raw"]
     assert stats["versions_kept"] == 1 and stats["bytes_kept"] > 0
+    assert stats["communities"] > 0 and stats["communities_raw"] is None  # the raw graph's: found when first read
     table = run_cli("inspect", "--repo", str(repo))
     assert table.returncode == 0 and "governed" in table.stdout and "versions kept" in table.stdout
+    assert "on demand" in table.stdout
     graphml = tmp_path / "g.graphml"
     result = run_cli("export", "--repo", str(repo), "--graphml", str(graphml))
     assert result.returncode == 0, result.stderr
@@ -141,6 +143,11 @@ def test_build_inspect_export_through_cli(tmp_path: Path, carol_excerpt: Path):
 
     graph = nx.read_graphml(graphml)
     assert graph.number_of_nodes() == stats["entities"]
+    raw = tmp_path / "raw.graphml"
+    assert run_cli("export", "--repo", str(repo), "--graphml", str(raw), "--raw").returncode == 0
+    raw_graph = nx.read_graphml(raw)  # every raw entity in a level-0 community, found for the export
+    assert raw_graph.number_of_nodes() == stats["entities_raw"]
+    assert all(data.get("community") for _, data in raw_graph.nodes(data=True))
 
 
 @pytest.mark.slow
