@@ -273,3 +273,34 @@ def test_the_query_cache_keeps_the_current_version_and_the_one_before(docs, tmp_
     before = sorted(p.name for p in cache.iterdir())
     evidence = PageRAG(repo, llm="extractive").retrieve("Who is Scrooge?").evidence
     assert evidence and sorted(p.name for p in cache.iterdir()) == before  # read from the kept snapshot
+
+
+def test_an_add_stems_only_the_passages_it_added(docs, tmp_path, monkeypatch):
+    """The stems' passage counts (IDF) of a version that kept every passage of the one before are
+    that version's counts plus the new passages': equal to counting them all, for the added
+    passages' work. A removal counts them all again."""
+    from pagerag.build import add_documents, build_repository, remove_documents
+    from pagerag.retrieve.state import forget_state, get_state
+    from pagerag.text.words import document_frequencies
+
+    monkeypatch.setenv("PAGERAG_CACHE_DIR", str(tmp_path / "cache"))
+    repo = tmp_path / "lib.rag"
+
+    def counted() -> tuple[dict, int, int]:
+        forget_state(repo)
+        for snapshot in (tmp_path / "cache" / "retrieve").glob("*-snapshot.pkl"):
+            snapshot.unlink()  # so opening the version counts its stems again (the earlier counts stay)
+        state = get_state(repo)
+        (df, n), stemmed = state.stem_frequencies(), state._memo.get("stems_counted")
+        assert n == len(state.passages) and df == document_frequencies(p.text for p in state.passages)
+        return df, n, stemmed
+
+    build_repository([docs["a"]], repo, settings(), show_progress=False)
+    _, n_a, stemmed = counted()
+    assert stemmed == n_a  # the first version counts every passage
+    add_documents([docs["b"]], repo, settings(), show_progress=False)
+    _, n_ab, stemmed = counted()
+    assert n_ab > n_a and stemmed == n_ab - n_a
+    remove_documents(["a"], repo, settings(), show_progress=False)
+    _, n_b, stemmed = counted()
+    assert stemmed == n_b == n_ab - n_a
