@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from pair_pick import held_out_sides  # noqa: E402  (the same held-out decision as the pick's report)
+from pair_pick import append_records, held_out_sides  # noqa: E402  (the pick's run loop and held-out decision)
 
 SAMPLE = ROOT / "pagerag" / "generate" / "models" / "calibration_pairs.jsonl.gz"
 ASK_ANSWER = ("Give the answer to the question in a few words, exactly as the excerpt states it. Reply with the "
@@ -101,22 +101,13 @@ def run(args) -> None:
     from pagerag.settings import load_settings
 
     llm = get_llm(load_settings().llm)
-    rows = read_sample(Path(args.sample))[: args.limit]
-    out = Path(args.out)
-    done = {json.loads(l)["pair"] for l in out.read_text().splitlines()} if out.exists() else set()
-    with out.open("a") as fh:
-        for i, row in enumerate(rows, 1):
-            if row["pair"] in done:
-                continue
-            started = time.perf_counter()
-            rec = {"pair": row["pair"], "book": row["book"], "kind": row["kind"], "question": row["question"],
-                   "answers": row["answers"], "null": null_p_some(llm, row["question"], StageCost())}
-            for side in ("says", "silent"):
-                rec[side] = read_side(llm, row["question"], row[side], args.windows)
-            rec["seconds"] = round(time.perf_counter() - started, 1)
-            fh.write(json.dumps(rec) + "\n")
-            fh.flush()
-            print(f"{i}/{len(rows)} {row['pair']} {rec['seconds']} s", flush=True)
+
+    def read(row: dict, rec: dict) -> None:
+        rec["null"] = null_p_some(llm, row["question"], StageCost())
+        for side in ("says", "silent"):
+            rec[side] = read_side(llm, row["question"], row[side], args.windows)
+
+    append_records(Path(args.out), read_sample(Path(args.sample))[: args.limit], read)
 
 
 def side_score(side: dict, null: float) -> float:

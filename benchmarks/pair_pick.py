@@ -132,8 +132,18 @@ def run(args) -> None:
     settings = load_settings()
     llm = get_llm(settings.llm)
     backend = getattr(llm, "inner", llm)
-    rows = read_sample(Path(args.sample))[: args.limit]
-    out = Path(args.out)
+    def read(row: dict, rec: dict) -> None:
+        for side in ("says", "silent"):
+            rec[side] = read_side(backend, llm, row["question"], row[side], args.windows)
+        rec["null"] = null_reading(backend, row["question"])
+
+    append_records(Path(args.out), read_sample(Path(args.sample))[: args.limit], read)
+
+
+def append_records(out: Path, rows: list[dict], read) -> None:
+    """Each pair's record (its question, then what `read(row, record)` adds, then the seconds it
+    took) appended to `out` as soon as it is made; pairs already in `out` are skipped, so an
+    interrupted run goes on where it stopped."""
     done = {json.loads(l)["pair"] for l in out.read_text().splitlines()} if out.exists() else set()
     with out.open("a") as fh:
         for i, row in enumerate(rows, 1):
@@ -142,9 +152,7 @@ def run(args) -> None:
             started = time.perf_counter()
             rec = {"pair": row["pair"], "book": row["book"], "kind": row["kind"], "question": row["question"],
                    "answers": row["answers"]}
-            for side in ("says", "silent"):
-                rec[side] = read_side(backend, llm, row["question"], row[side], args.windows)
-            rec["null"] = null_reading(backend, row["question"])
+            read(row, rec)
             rec["seconds"] = round(time.perf_counter() - started, 1)
             fh.write(json.dumps(rec) + "\n")
             fh.flush()
