@@ -120,13 +120,16 @@ def answer_of(side: dict, kind: str, question: str) -> str:
     """The answer shown, by kind; "" refuses (nothing about the question, or it did not check out)."""
     if kind == "pick":
         return side["picked"]
-    if kind == "short|pick, in its sentence":
-        # the stricter check the ask path makes: the answer's words all in the one sentence it cites,
-        # and that sentence about the question
-        from pagerag.generate.window_judge import bears_on
+    if kind in ("short|pick, in its sentence", "short, in its sentence"):
+        # the check the ask path makes (window_judge.stating_sentence): the answer's words and
+        # numbers all in the one sentence it cites, and that sentence about the question
+        from pagerag.generate.window_judge import stating_sentence
+        from pagerag.records import Excerpt
 
-        ok = side["short_checked"] and checked(side["short"], question, side["cited"]) and bears_on(question, side["cited"])
-        return side["short"] if ok else side["picked"]
+        cited = " ".join(side["cited"].split())
+        ok = stating_sentence(side["short"], question,
+                              Excerpt(passage_id="", doc_id="", file="", start=0, end=len(cited), text=cited)) is not None
+        return side["short"] if ok else side["picked"] if kind.startswith("short|pick") else ""
     if not side["short_checked"]:
         return side["picked"] if kind == "short|pick" else ""
     return f"{side['short']} \u2014 {side['cited']}" if kind == "short+sentence" else side["short"]
@@ -148,6 +151,21 @@ def figures(recs: list[dict], kind: str, tau: float | None = None) -> dict:
             "checked_silent": silent_gives.mean()}
 
 
+def answers_given(recs: list[dict], kind: str, tau: float) -> tuple[int, int, int]:
+    """(answers given on either side, right ones, given where the book is silent) at threshold tau."""
+    from pagerag.evaluate.scoring import lenient_by_recall
+
+    given = right = silent = 0
+    for r in recs:
+        for side in ("says", "silent"):
+            answer = answer_of(r[side], kind, r["question"])
+            if answer and side_score(r[side], r["null"]) >= tau:
+                given += 1
+                right += side == "says" and lenient_by_recall(answer, r["answers"])
+                silent += side == "silent"
+    return given, right, silent
+
+
 def report(args) -> None:
     recs = [json.loads(l) for l in Path(args.out).read_text().splitlines()]
     secs = [r[s]["answer_seconds"] for r in recs for s in ("says", "silent")]
@@ -155,10 +173,12 @@ def report(args) -> None:
     print("| answer | right where the book says | refused where it does not | **both** | answer right on says sides"
           " (any score) | answer given: says / silent sides |")
     print("|---|---:|---:|---:|---:|---|")
-    names = {"pick": "the picked sentence (shipped)", "short": "the short answer, checked",
+    names = {"pick": "the named sentence (off)", "short": "the short answer, its words in the excerpt, else refused",
              "short+sentence": "the short answer, checked, with its sentence",
-             "short|pick": "the short answer when it checks out, else the picked sentence",
-             "short|pick, in its sentence": "the same, checked against the one sentence it cites"}
+             "short|pick": "the short answer when its words are in the excerpt, else the named sentence",
+             "short|pick, in its sentence": "the short answer when one sentence about the question holds its words and "
+                                            "numbers, else the named sentence (prefer, the default)",
+             "short, in its sentence": "the short answer so checked, else refused (require)"}
     from pagerag.generate.models import pick_decision
 
     packaged = float(pick_decision()["tau"])
@@ -167,6 +187,12 @@ def report(args) -> None:
             f = figures(recs, kind, tau)
             print(f"| {name}, {title} | {100 * f['right']:.1f} | {100 * f['refused']:.1f} | **{100 * f['both']:.1f}** | "
                   f"{100 * f['answer_right_on_says']:.0f}% | {100 * f['checked_says']:.0f}% / {100 * f['checked_silent']:.0f}% |")
+    print(f"\nAt the packaged threshold, over both sides of the {len(recs)} pairs:")
+    print("| answer | answers given | right | share right | given where the book is silent |")
+    print("|---|---:|---:|---:|---:|")
+    for kind, name in names.items():
+        given, right, silent = answers_given(recs, kind, packaged)
+        print(f"| {name} | {given} | {right} | {100 * right / max(1, given):.0f}% | {silent} |")
     if args.show:
         for r in recs:
             print(r["pair"], "|", r["question"], "| gold:", r["answers"][:2])

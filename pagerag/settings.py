@@ -265,11 +265,18 @@ class GenerateSettings(_Section):
     def _auto_was_yesno(cls, value: Any) -> Any:
         return "yesno" if value == "auto" else value  # the yes/no judge's old name: configs that name it keep it
 
-    pick_answer: bool = Field(
-        True, description="With judge = pick, once the evidence is judged sufficient: the LLM, in the same conversation, "
-        "gives the answer in a few words; it is the answer when all its content words are in one sentence of the excerpt "
-        "about the question (that sentence is cited), else the named sentence is. One more LLM call (docs/pairs.md)."
+    pick_answer: Literal["prefer", "require", "off"] = Field(
+        "prefer", description="With judge = pick, once the evidence is judged sufficient, the LLM (same conversation) "
+        "gives the answer in a few words; it checks out when all its content words are in one sentence of the excerpt "
+        "about the question (that sentence is cited). prefer = that answer when it checks out, else the named sentence; "
+        "require = refuse (unsupported_answer) when it does not: fewer answers, more of them right; off = the named "
+        "sentence, no extra call (docs/pairs.md)."
     )
+
+    @field_validator("pick_answer", mode="before")
+    @classmethod
+    def _pick_answer_was_bool(cls, value: Any) -> Any:
+        return {True: "prefer", False: "off", "true": "prefer", "false": "off"}.get(value, value)
     judge_windows: int = Field(
         4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "
         "the retrieval's order (the first evidence passages)."

@@ -280,9 +280,13 @@ def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -
                              f"best excerpt's {shown} vs tau {tau:.2f} ({len(readings)} excerpts read)")
     if refused:
         return refused
-    stated = pick_answer(pipe.llm, answer.question, best, cost) if pipe.settings.generate.pick_answer else None
+    mode = pipe.settings.generate.pick_answer
+    stated = pick_answer(pipe.llm, answer.question, best, cost) if mode != "off" else None
     if stated is not None:
         best.answer, best.quote = stated  # the short answer, cited with the sentence that states it
+    elif mode == "require":
+        return _refuse(answer, UNSUPPORTED, "The model's answer is not stated, in its words, by one sentence of the "
+                       "excerpt it named, so it cannot be checked.")
     elif best.quote is None:
         return _refuse(answer, UNSUPPORTED, "The sentence the model named does not bear on the question, so it cannot "
                        "be the answer.")

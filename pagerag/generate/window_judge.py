@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from ..llm import LLM, Messages, charged, choice_probabilities, render_prompt
 from ..records import Excerpt, StageCost
 from ..text.sentences import split_sentences
-from .answer import _defuse, content_stems
+from .answer import _defuse, content_stems, numbers_in
 from .context import fold_space, make_excerpt
 
 JUDGE_FEATURE = "judge_max_logit"  # the decision model's input: the best excerpt's P(yes), as a logit
@@ -290,16 +290,29 @@ def pick_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCos
         [{"role": "assistant", "content": str(reading.pick)}] + render_prompt("pick_answer")
     reply = charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text
     short = fold_space(reply).strip(" .\"'\u201c\u201d")
-    said = content_stems(short)
-    if not said or "none" in short.lower().split() or not said - content_stems(question):
+    span = stating_sentence(short, question, reading.excerpt)
+    return (short, span) if span is not None else None
+
+
+def stating_sentence(short: str, question: str, excerpt: Excerpt) -> tuple[int, int] | None:
+    """The source span of the excerpt's sentence that states the short answer: the one holding
+    most of its content words, if it holds all of them and every number it gives, and is about
+    the question; None for NONE, an answer of the question's own words, or one no sentence holds."""
+    said, numbers = content_stems(short), set(numbers_in(short))  # numbers by value: "7" is "seven"
+    new = (said - content_stems(question)) | (numbers - set(numbers_in(question)))
+    if not new or "none" in short.lower().split():
         return None
-    e = reading.excerpt
-    spans = split_sentences(e.text) or [(0, len(e.text))]
-    s, t = max(spans, key=lambda st: len(content_stems(e.text[st[0]:st[1]]) & said))
-    sentence = e.text[s:t]
-    if not said <= content_stems(sentence) or not bears_on(question, sentence):
+
+    def holds(span: tuple[int, int]) -> tuple[int, int]:
+        text = excerpt.text[span[0]:span[1]]
+        return len(content_stems(text) & said), len(set(numbers_in(text)) & numbers)
+
+    spans = split_sentences(excerpt.text) or [(0, len(excerpt.text))]
+    s, t = max(spans, key=lambda span: sum(holds(span)))
+    sentence = excerpt.text[s:t]
+    if holds((s, t)) != (len(said), len(numbers)) or not bears_on(question, sentence):
         return None
-    return short, (e.start + s, e.start + t)
+    return excerpt.start + s, excerpt.start + t
 
 
 def quoted_excerpt(state, reading: ExcerptReading, encoding: str = "cl100k_base") -> Excerpt:

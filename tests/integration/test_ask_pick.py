@@ -158,8 +158,20 @@ def test_a_short_answer_that_does_not_check_out_leaves_the_named_sentence(printe
     assert answer.answer == f"\u201c{fold_space(answer.citations[0].quote)}\u201d [1]"
 
 
-def test_without_pick_answer_the_named_sentence_is_the_answer(printer_repo, gate, monkeypatch):
-    monkeypatch.setenv("PAGERAG_GENERATE__PICK_ANSWER", "false")
+@pytest.mark.parametrize("short", ["NONE", "$9,000"])
+def test_with_pick_answer_require_an_answer_that_does_not_check_out_is_refused(printer_repo, gate, monkeypatch, short):
+    monkeypatch.setenv("PAGERAG_GENERATE__PICK_ANSWER", "require")
+    with LoopbackOpenAIServer(reply=lambda body: says_the_number(body, short), top_logprobs=names_the_sum) as server:
+        refused = ask(printer_repo, gate, server)
+    with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum) as server:
+        answered = ask(printer_repo, gate, server)
+    assert refused.decision == "refused" and refused.reason == UNSUPPORTED and refused.citations == []
+    assert answered.decision == "answered" and answered.answer == f"{ANSWER} [1]"
+
+
+@pytest.mark.parametrize("off", ["false", "off"])
+def test_without_pick_answer_the_named_sentence_is_the_answer(printer_repo, gate, monkeypatch, off):
+    monkeypatch.setenv("PAGERAG_GENERATE__PICK_ANSWER", off)
     with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum) as server:
         answer = ask(printer_repo, gate, server)
         assert not any(is_follow_up(b) for b in server.bodies)

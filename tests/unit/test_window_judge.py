@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from pagerag.generate.window_judge import MIN_QUOTE_WORDS, judge_excerpts_of, parse_reply, verify_quote
+from pagerag.generate.window_judge import (MIN_QUOTE_WORDS, judge_excerpts_of, parse_reply, stating_sentence,
+                                          verify_quote)
 from pagerag.records import Excerpt, Window
 
 AT = 1000  # where the excerpt starts in its (imagined) source: spans come back as source offsets
@@ -120,3 +121,16 @@ def test_judge_excerpts_are_the_first_passages_in_evidence_order_one_each():
         assert (e.start, e.end) == bounds[e.passage_id] and e.text == source[e.start:e.end]
         assert e.text.startswith(f"Passage {e.passage_id[-1]} ") and e.n_tokens > 0
     assert len(judge_excerpts_of(reading, state, 10)) == 4  # fewer passages than asked: all of them
+
+
+def test_a_short_answer_is_stated_by_the_one_sentence_that_holds_its_words_and_numbers():
+    question = "How many lamps did Tobias light in the tower every evening?"
+    steps = sentence("Every evening", "seven lamps.")
+    assert stating_sentence("seven lamps", question, excerpt()) == steps
+    assert stating_sentence("7 lamps", question, excerpt()) == steps  # a number written as the book does not
+    assert stating_sentence("nine lamps", question, excerpt()) is None  # a number no sentence gives
+    assert stating_sentence("seven silver lamps", question, excerpt()) is None  # words no one sentence holds
+    assert stating_sentence("NONE", question, excerpt()) is None
+    assert stating_sentence("Tobias", question, excerpt()) is None  # the question's own words state nothing
+    # a sentence that holds the words but shares none with the question is not an answer to it
+    assert stating_sentence("Morwenna", "Who kept the lighthouse?", excerpt()) is None
