@@ -267,16 +267,11 @@ class GenerateSettings(_Section):
 
     pick_answer: Literal["prefer", "require", "off"] = Field(
         "prefer", description="With judge = pick, once the evidence is judged sufficient, the LLM (same conversation) "
-        "gives the answer in a few words; it checks out when all its content words are in one sentence of the excerpt "
-        "about the question (that sentence is cited). prefer = that answer when it checks out, else the named sentence; "
+        "gives the answer in a few words; it checks out when one sentence of the excerpt about the question holds all its "
+        "content words and numbers (that sentence is cited). prefer = that answer when it checks out, else the named sentence; "
         "require = refuse (unsupported_answer) when it does not: fewer answers, more of them right; off = the named "
         "sentence, no extra call (docs/pairs.md)."
     )
-
-    @field_validator("pick_answer", mode="before")
-    @classmethod
-    def _pick_answer_was_bool(cls, value: Any) -> Any:
-        return {True: "prefer", False: "off", "true": "prefer", "false": "off"}.get(value, value)
     judge_windows: int = Field(
         4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "
         "the retrieval's order (the first evidence passages)."
