@@ -265,12 +265,12 @@ class GenerateSettings(_Section):
     def _auto_was_yesno(cls, value: Any) -> Any:
         return "yesno" if value == "auto" else value  # the yes/no judge's old name: configs that name it keep it
 
-    pick_answer: Literal["prefer", "require", "off"] = Field(
-        "prefer", description="With judge = pick, once the evidence is judged sufficient, the LLM (same conversation) "
-        "gives the answer in a few words; it checks out when one sentence of the excerpt about the question holds all its "
-        "content words and numbers (that sentence is cited). prefer = that answer when it checks out, else the named sentence; "
-        "require = refuse (unsupported_answer) when it does not: fewer answers, more of them right; off = the named "
-        "sentence, no extra call (docs/pairs.md)."
+    pick_answer: Literal["require", "prefer", "off"] = Field(
+        "require", description="With judge = pick, once the evidence is judged sufficient, the LLM (same conversation) "
+        "gives the answer in a few words; it checks out when one sentence of the excerpt about the question holds all "
+        "its content words and numbers (that sentence is cited). require = refuse (unsupported_answer) when it does "
+        "not (on 100 training pairs: 32 answers, 84% right); prefer = the named sentence then (89 answers, 46% right); "
+        "off = the named sentence, no extra call (docs/pairs.md)."
     )
     judge_windows: int = Field(
         4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "

@@ -147,9 +147,11 @@ def test_a_threshold_calibrated_for_the_backend_and_model_replaces_the_packaged_
 
 
 @pytest.mark.parametrize("short", ["NONE", "$9,000", "the printers"])
-def test_a_short_answer_that_does_not_check_out_leaves_the_named_sentence(printer_repo, gate, short):
+def test_with_pick_answer_prefer_a_short_answer_that_does_not_check_out_leaves_the_named_sentence(
+        printer_repo, gate, short, monkeypatch):
     """NONE, a sum the book does not state, words of no sentence that states it: the answer is the
     sentence the model named, quoted, as without the follow-up."""
+    monkeypatch.setenv("PAGERAG_GENERATE__PICK_ANSWER", "prefer")
     with LoopbackOpenAIServer(reply=lambda body: says_the_number(body, short), top_logprobs=names_the_sum) as server:
         answer = ask(printer_repo, gate, server)
         asked = [b for b in server.bodies if is_follow_up(b)]
@@ -159,8 +161,9 @@ def test_a_short_answer_that_does_not_check_out_leaves_the_named_sentence(printe
 
 
 @pytest.mark.parametrize("short", ["NONE", "$9,000"])
-def test_with_pick_answer_require_an_answer_that_does_not_check_out_is_refused(printer_repo, gate, monkeypatch, short):
-    monkeypatch.setenv("PAGERAG_GENERATE__PICK_ANSWER", "require")
+def test_by_default_an_answer_that_does_not_check_out_is_refused(printer_repo, gate, short):
+    """pick_answer = require (the default): NONE or a sum the book does not state is refused as
+    unsupported, though the named sentence states the sum; the checked answer is given."""
     with LoopbackOpenAIServer(reply=lambda body: says_the_number(body, short), top_logprobs=names_the_sum) as server:
         refused = ask(printer_repo, gate, server)
     with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum) as server:
