@@ -177,8 +177,8 @@ def report(args) -> None:
              "short+sentence": "the short answer, checked, with its sentence",
              "short|pick": "the short answer when its words are in the excerpt, else the named sentence",
              "short|pick, in its sentence": "the short answer when one sentence about the question holds its words and "
-                                            "numbers, else the named sentence (prefer, the default)",
-             "short, in its sentence": "the short answer so checked, else refused (require)"}
+                                            "numbers, else the named sentence (prefer)",
+             "short, in its sentence": "the short answer so checked, else refused (require, the default)"}
     from pagerag.generate.models import pick_decision
 
     packaged = float(pick_decision()["tau"])
