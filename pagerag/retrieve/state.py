@@ -242,23 +242,20 @@ def _stem_frequencies(passages: list, data_key: str) -> tuple[dict[str, int], in
     import hashlib
     from collections import Counter
 
-    from ..text.words import document_frequencies, stems_of
+    from ..text.words import document_frequencies
 
     marks = {p.passage_id: hashlib.blake2b(p.text.encode(), digest_size=8).digest() for p in passages}
     earlier = _earlier_stem_counts(data_key)
-    if earlier is not None and earlier[0].items() <= marks.items():
-        df = Counter(earlier[1])
-        added = [p for p in passages if p.passage_id not in earlier[0]]
-        for p in added:
-            df.update(stems_of(p.text))
-        df, stemmed = dict(df), len(added)
-    else:
-        df, stemmed = document_frequencies(p.text for p in passages), len(passages)
+    kept = earlier is not None and earlier[0].items() <= marks.items()
+    counted = [p for p in passages if p.passage_id not in earlier[0]] if kept else passages
+    df = document_frequencies(p.text for p in counted)
+    if kept:
+        df = dict(Counter(earlier[1]) + Counter(df))
     try:
         _write_pickle(_stems_path(data_key), (marks, df))
     except OSError:
         pass  # an unwritable cache dir: the next version counts every passage
-    return df, stemmed
+    return df, len(counted)
 
 
 def _stems_path(data_key: str) -> Path:
@@ -269,17 +266,10 @@ def _stems_path(data_key: str) -> Path:
 
 def _earlier_stem_counts(data_key: str):
     """(passage marks, stem counts) of this repository's newest other version that has them, or None."""
-    import pickle
-
     path_key, current = data_key.split("-", 1)
     found = [p for p in _stems_path(data_key).parent.glob(f"{path_key}-*-stems.pkl") if p.name.split("-")[1] != current]
-    for path in sorted(found, key=_mtime, reverse=True)[:1]:
-        try:
-            with open(path, "rb") as fh:
-                return pickle.load(fh)
-        except Exception:  # a torn or foreign file: count every passage
-            return None
-    return None
+    newest = max(found, key=_mtime, default=None)
+    return _read_pickle(newest) if newest is not None else None
 
 
 def _snapshot_path(key: str) -> Path:
@@ -318,15 +308,20 @@ def _mtime(path: Path) -> float:
 
 
 def _load_snapshot(key: str):
+    return _read_pickle(_snapshot_path(key))
+
+
+def _read_pickle(path: Path):
+    """A cache file's value, or None when it is absent, torn or incompatible (then it is removed:
+    what it held is computed again)."""
     import pickle
 
-    path = _snapshot_path(key)
     if not path.is_file():
         return None
     try:
         with open(path, "rb") as fh:
             return pickle.load(fh)
-    except Exception:  # a torn or incompatible cache file: rebuild it
+    except Exception:
         path.unlink(missing_ok=True)
         return None
 
