@@ -35,62 +35,21 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from pair_pick import append_records, held_out_sides  # noqa: E402  (the pick's run loop and held-out decision)
 
 SAMPLE = ROOT / "pagerag" / "generate" / "models" / "calibration_pairs.jsonl.gz"
-ASK_ANSWER = ("Give the answer to the question in a few words, exactly as the excerpt states it. Reply with the "
-              "answer only, or NONE if no sentence of the excerpt states it.")
-
-
-def short_answer(llm, question: str, excerpt, pick: int, cost) -> str:
-    """The model's answer in a few words, in the conversation that picked sentence `pick`."""
-    from pagerag.generate.window_judge import excerpt_units, pick_messages
-
-    units = excerpt_units(excerpt)
-    messages = pick_messages(question, [excerpt.text[s - excerpt.start: e - excerpt.start] for s, e in units])
-    messages = messages + [{"role": "assistant", "content": str(pick)}, {"role": "user", "content": ASK_ANSWER}]
-    return llm.complete(messages, max_tokens=24, temperature=0.0).text.strip()
-
-
-def checked(answer: str, question: str, excerpt_text: str) -> bool:
-    """All the answer's content words are in the excerpt and one is not the question's."""
-    from pagerag.generate.answer import content_stems
-
-    said = content_stems(answer)
-    return bool(said) and said <= content_stems(excerpt_text) and bool(said - content_stems(question)) \
-        and "none" not in answer.lower().split()
-
-
-def cited_sentence(answer: str, excerpt) -> str:
-    """The excerpt's sentence holding most of the answer's content words."""
-    from pagerag.generate.answer import content_stems
-    from pagerag.text.sentences import split_sentences
-
-    said = content_stems(answer)
-    spans = split_sentences(excerpt.text) or [(0, len(excerpt.text))]
-    s, e = max(spans, key=lambda se: len(content_stems(excerpt.text[se[0]:se[1]]) & said))
-    return " ".join(excerpt.text[s:e].split())
-
-
 def read_side(llm, question: str, excerpts: list[dict], windows: int) -> dict:
-    from pagerag.generate.window_judge import pick_sentence
+    """The pick on each excerpt, then the short answer asked of the best one as the ask path asks
+    it (window_judge.short_answer); whether it checks out is decided in `report`."""
+    from pagerag.generate.window_judge import pick_sentence, short_answer
     from pagerag.records import Excerpt, StageCost
 
     cost = StageCost()
     readings = [pick_sentence(llm, question, Excerpt(**e), cost) for e in excerpts[:windows]]
     best = int(np.argmax([r.p_yes for r in readings]))
     r = readings[best]
-    ex = r.excerpt
-    picked = ex.text[r.quote[0] - ex.start: r.quote[1] - ex.start] if r.quote else ""
-    from pagerag.generate.window_judge import excerpt_units, number_distribution
-
-    units = excerpt_units(ex)
-    # the pick's likeliest number (a response-cache hit): it leads the conversation even when its
-    # sentence is not about the question
-    dist = number_distribution(llm, question, [ex.text[s - ex.start: e - ex.start] for s, e in units], cost)
-    pick_n = int(max(list(dist)[1:], key=lambda n: dist[n]))
+    picked = r.excerpt.text[r.quote[0] - r.excerpt.start: r.quote[1] - r.excerpt.start] if r.quote else ""
     started = time.perf_counter()
-    short = short_answer(llm, question, ex, pick_n, cost)
+    short = short_answer(llm, question, r, cost)
     return {"p_some": [x.p_yes for x in readings], "best": best, "picked": " ".join(picked.split()),
-            "short": short, "short_checked": checked(short, question, ex.text),
-            "cited": cited_sentence(short, ex), "answer_seconds": round(time.perf_counter() - started, 2)}
+            "short": short, "answer_seconds": round(time.perf_counter() - started, 2)}
 
 
 def run(args) -> None:
@@ -117,22 +76,14 @@ def side_score(side: dict, null: float) -> float:
 
 
 def answer_of(side: dict, kind: str, question: str) -> str:
-    """The answer shown, by kind; "" refuses (nothing about the question, or it did not check out)."""
-    if kind == "pick":
-        return side["picked"]
-    if kind in ("short|pick, in its sentence", "short, in its sentence"):
-        # the check the ask path makes (window_judge.stating_sentence): the answer's words and
-        # numbers all in the one sentence it cites, and that sentence about the question
-        from pagerag.generate.window_judge import stating_sentence
-        from pagerag.records import Excerpt
+    """The answer shown by pick_answer mode `kind`; "" refuses. The short answer checks out as the
+    ask path checks it (window_judge.stating_sentence) on the excerpt it was asked of (`excerpt`,
+    set by `with_excerpts`)."""
+    from pagerag.generate.window_judge import stating_sentence
 
-        cited = " ".join(side["cited"].split())
-        ok = stating_sentence(side["short"], question,
-                              Excerpt(passage_id="", doc_id="", file="", start=0, end=len(cited), text=cited)) is not None
-        return side["short"] if ok else side["picked"] if kind.startswith("short|pick") else ""
-    if not side["short_checked"]:
-        return side["picked"] if kind == "short|pick" else ""
-    return f"{side['short']} \u2014 {side['cited']}" if kind == "short+sentence" else side["short"]
+    if kind != "off" and stating_sentence(side["short"], question, side["excerpt"]) is not None:
+        return side["short"]
+    return side["picked"] if kind in ("off", "prefer") else ""
 
 
 def figures(recs: list[dict], kind: str, tau: float | None = None) -> dict:
@@ -166,19 +117,28 @@ def answers_given(recs: list[dict], kind: str, tau: float) -> tuple[int, int, in
     return given, right, silent
 
 
+def with_excerpts(recs: list[dict], sample: Path) -> list[dict]:
+    """Each side's record with the excerpt its short answer was asked of (from the sample)."""
+    from pagerag.evaluate.llm_calibration import read_sample
+    from pagerag.records import Excerpt
+
+    rows = {row["pair"]: row for row in read_sample(sample)}
+    for r in recs:
+        for side in ("says", "silent"):
+            r[side]["excerpt"] = Excerpt(**rows[r["pair"]][side][r[side]["best"]])
+    return recs
+
+
 def report(args) -> None:
-    recs = [json.loads(l) for l in Path(args.out).read_text().splitlines()]
+    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()][args.first:], Path(args.sample))
     secs = [r[s]["answer_seconds"] for r in recs for s in ("says", "silent")]
     print(f"{len(recs)} pairs, {len({r['book'] for r in recs})} books; answer call median {np.median(secs):.1f} s")
     print("| answer | right where the book says | refused where it does not | **both** | answer right on says sides"
           " (any score) | answer given: says / silent sides |")
     print("|---|---:|---:|---:|---:|---|")
-    names = {"pick": "the named sentence (off)", "short": "the short answer, its words in the excerpt, else refused",
-             "short+sentence": "the short answer, checked, with its sentence",
-             "short|pick": "the short answer when its words are in the excerpt, else the named sentence",
-             "short|pick, in its sentence": "the short answer when one sentence about the question holds its words and "
-                                            "numbers, else the named sentence (prefer)",
-             "short, in its sentence": "the short answer so checked, else refused (require, the default)"}
+    names = {"off": "the named sentence (off)",
+             "prefer": "the short answer when it checks out, else the named sentence (prefer)",
+             "require": "the short answer when it checks out, else refused (require, the default)"}
     from pagerag.generate.models import pick_decision
 
     packaged = float(pick_decision()["tau"])
@@ -197,7 +157,8 @@ def report(args) -> None:
         for r in recs:
             print(r["pair"], "|", r["question"], "| gold:", r["answers"][:2])
             for s in ("says", "silent"):
-                print(f"   {s}: short={r[s]['short']!r} checked={r[s]['short_checked']} picked={r[s]['picked'][:80]!r}")
+                print(f"   {s}: short={r[s]['short']!r} given={answer_of(r[s], 'require', r['question'])!r} "
+                      f"picked={r[s]['picked'][:80]!r}")
 
 
 def main() -> None:
@@ -211,6 +172,8 @@ def main() -> None:
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
     p.add_argument("--show", action="store_true", help="every pair's answers")
+    p.add_argument("--sample", default=str(SAMPLE))
+    p.add_argument("--first", type=int, default=0, help="report the records from this one on (0-based)")
     args = ap.parse_args()
     {"run": run, "report": report}[args.cmd](args)
 

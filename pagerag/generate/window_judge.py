@@ -286,12 +286,17 @@ def pick_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCos
     the model says NONE or its words are not all in one sentence of the excerpt that is about the
     question. The picked sentence is often the one beside the answer's (docs/pairs.md); the short
     answer finds the sentence itself, and a small model's invented answer does not check out."""
+    short = short_answer(llm, question, reading, cost)
+    span = stating_sentence(short, question, reading.excerpt)
+    return (short, span) if span is not None else None
+
+
+def short_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCost) -> str:
+    """The model's reply, asked in the pick's conversation for the answer in a few words."""
     messages = pick_messages(question, unit_texts(reading.excerpt)) + \
         [{"role": "assistant", "content": str(reading.pick)}] + render_prompt("pick_answer")
     reply = charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text
-    short = fold_space(reply).strip(" .\"'\u201c\u201d")
-    span = stating_sentence(short, question, reading.excerpt)
-    return (short, span) if span is not None else None
+    return fold_space(reply).strip(" .\"'\u201c\u201d")
 
 
 def stating_sentence(short: str, question: str, excerpt: Excerpt) -> tuple[int, int] | None:
