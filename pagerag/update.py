@@ -69,7 +69,7 @@ def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = ()
                         executor=executor, ray_address=ray_address, prefetch=prefetch)
         if not report.unchanged:
             report.manifest["library"]["published"] = remote.publish(work, version, etag, files)
-            write_query_snapshot(Path(uri), settings)
+            write_query_snapshot(Path(uri))
         report.repo = Path(uri)
         return report
     repo = Path(repo)
@@ -105,7 +105,7 @@ def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = ()
             cache.prune_unused()
         base = None  # its version is an old one now, and this process no longer reads it
         run_timed(timings, "collect", lambda: collect_locked(repo, settings.library.keep_versions, measure=False))
-    run_timed(timings, "snapshot", lambda: write_query_snapshot(repo, settings))
+    run_timed(timings, "snapshot", lambda: write_query_snapshot(repo))
     return report
 
 
@@ -355,19 +355,16 @@ def _split_old_windows(base: Base, staging: Path, kept: list[str]) -> None:
                                   np.concatenate([vectors[offsets[i]:offsets[i + 1]] for i in idx]))
 
 
-def write_query_snapshot(repo: Path, settings: Settings) -> None:
+def write_query_snapshot(repo: Path) -> None:
     """Open the published version once as a question would: that writes the query snapshot
-    (retrieve.state) and embeds the governed communities' summaries (the community operator's
-    vectors; those of unchanged summaries are reused), so the first question after a build or an
-    add starts as fast as the next."""
-    from .retrieve.api import get_encoder
+    (retrieve.state), with the governed graph's view, PPR matrix and community vectors, so the
+    first question after a build or an add starts as fast as the next."""
     from .retrieve.state import forget_state, get_state
 
     try:
-        state = get_state(repo)
-        state.community_vectors(state.view("governed"), get_encoder(settings))
+        get_state(repo)
     except OSError:
-        pass  # an unwritable cache dir: the first question writes them, or does without
+        pass  # an unwritable cache dir: the first question writes it, or does without
     forget_state(repo)
 
 

@@ -2,9 +2,10 @@
 
 A global question (themes, how a character changes, what the book says about X) has its
 evidence spread over the book, so no single passage is close to it. The operator ranks the
-communities of the graph by how near they are to the question — half the cosine of their title
-and summary, half the mean cosine of their three nearest passages — and opens several of them
-(never a parent or child of one already opened, never a community of one entity). From each it
+communities of the graph by how near they are to the question — half the cosine of the
+community's vector (its central names and passages: views.composed_community_vectors), half the
+mean cosine of its three nearest passages — and opens several of them (never a parent or child
+of one already opened, never a community of one entity). From each it
 returns its representative passages: the ones that mention the community's central members
 (weighted degree inside the community) and are near the question. Each opened community's
 summary becomes a hint; when passages are hidden (`retrieve(exclude=...)`), the summary loses
@@ -24,14 +25,14 @@ from .views import GraphView
 
 PASSAGES_PER_COMMUNITY = 3
 NEAREST_PASSAGES = 3  # a community's passage relevance: mean cosine of its best few passages
-SUMMARY_SHARE = 0.5  # of a community's relevance that comes from its title + summary vector
+SUMMARY_SHARE = 0.5  # of a community's relevance that comes from its vector (what it is about)
 MIN_ENTITIES = 2
 QUOTE_PROBE = 60  # characters of a summary sentence looked up in the hidden passages
 
 
 def nearest_communities(query: Query, view: GraphView, passage_sims: np.ndarray, limit: int) -> list[tuple[int, float]]:
     """The `limit` communities the operator opens (pick_communities over community_relevance)."""
-    summary_sims = query.state.community_vectors(view, query.encode) @ query.vector
+    summary_sims = query.state.community_vectors(query.plan.graph) @ query.vector
     segments = query.state.memo(("community_segments", query.plan.graph),
                                 lambda: CommunitySegments.of(view, query.state.community_rows(query.plan.graph)))
     return pick_nearest(view, segments, summary_sims, passage_sims, limit)
@@ -39,7 +40,7 @@ def nearest_communities(query: Query, view: GraphView, passage_sims: np.ndarray,
 
 def community_relevance(segments: "CommunitySegments", summary_sims: np.ndarray, passage_sims: np.ndarray,
                         positions: np.ndarray | None = None) -> np.ndarray:
-    """Per community of the view: SUMMARY_SHARE * cosine(question, title + summary) + the rest *
+    """Per community of the view: SUMMARY_SHARE * cosine(question, community vector) + the rest *
     mean cosine of its NEAREST_PASSAGES best visible passages; -inf for a community it cannot
     open, or (with `positions`) outside those positions of `segments`."""
     relevance = np.full(summary_sims.shape[0], -np.inf)

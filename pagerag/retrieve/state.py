@@ -3,9 +3,8 @@
 Opening a repository reads tables lazily; a question should not pay for that twice. `get_state`
 caches, per repository directory (and manifest version), the passages and their vectors, and
 per graph kind a `GraphView` (views.py): the networkx graph with aggregated edges, the entity
-name index used by the linker, and the entity name vectors. Community summary vectors are
-embedded the first time a global question needs them (and kept on disk in the cache, keyed by
-repository).
+name index used by the linker, the entity name vectors, and what the community operator reads
+(each community's passage rows and its vector), kept in the view's snapshot.
 """
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import RepositoryError
-from .views import GraphView, build_ppr_graph, build_view, community_passage_centrality
+from .views import GraphView, build_ppr_graph, build_view, community_passage_centrality, composed_community_vectors
 from .views import EdgeInfo, WordBlock  # noqa: F401 - still importable from here
 
 PREBUILT_VIEW = "governed"  # the graph view the build snapshots (settings.retrieve.graph's default)
@@ -175,10 +174,10 @@ class RepoState:
         threading.Thread(target=run, name="state-prefetch").start()  # not a daemon: see index.encoder.prefetch_encoder
 
     def _save_view(self, kind: str) -> None:
-        """One file per view, with its PPR matrix and community rows: a question loads only the
+        """One file per view, with its PPR matrix, community rows and vectors: a question loads only the
         graph it reads, and builds it once per version."""
         self.ppr_graph(kind)
-        self.community_rows(kind)
+        self.community_vectors(kind)  # and the community rows it is made from
         try:
             _write_pickle(_snapshot_path(f"{self.key}-{kind}"), self._views[kind])
         except OSError:
@@ -213,12 +212,15 @@ class RepoState:
                 view._community_rows = community_passage_centrality(view, self.passage_index)
         return view._community_rows
 
-    def community_vectors(self, view: GraphView, embed) -> np.ndarray:
-        """Title + summary embeddings of the view's communities, computed once (disk-cached)."""
+    def community_vectors(self, kind: str) -> np.ndarray:
+        """Per community of the view: what it is about (views.composed_community_vectors: from its
+        central members' name vectors and its central passages' vectors, no encoder call), made
+        once and kept in the view's snapshot."""
+        view = self.view(kind)
         if view._community_vectors is None:
-            view._community_vectors = _cached_vectors(
-                f"{self.data_key}-communities-{view.kind}", [f"{c.title}. {c.summary}" for c in view.graph.communities], embed,
-                self.vectors.shape[1], reuse=f"{_path_key(self.path)}-communities-{view.kind}")
+            rows = self.community_rows(kind)
+            with self._lock:
+                view._community_vectors = composed_community_vectors(view, rows, self.vectors)
         return view._community_vectors
 
 
@@ -291,8 +293,7 @@ def forget_older_versions(data_key: str) -> None:
     by_version: dict[str, list[Path]] = {}
     for path in folder.glob(f"{path_key}-*"):
         version = path.name.split("-")[1]
-        if not path.name.endswith("-by-text.npz"):  # the texts' vectors kept across versions
-            by_version.setdefault(version, []).append(path)
+        by_version.setdefault(version, []).append(path)
     older = sorted((v for v in by_version if v != current),
                    key=lambda v: max(_mtime(p) for p in by_version[v]), reverse=True)
     for version in older[1:]:
@@ -339,54 +340,6 @@ def _write_pickle(path: Path, value: Any) -> None:
 
 def _path_key(path: Path) -> str:
     return hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
-
-
-def _cached_vectors(name: str, texts: list[str], embed, dim: int = 0, reuse: str | None = None) -> np.ndarray:
-    """Embed `texts` once; keep the matrix under the pagerag cache dir (a pure function of texts).
-    With `reuse` (a name that outlives versions: a library's path), texts embedded for an earlier
-    version are not embedded again: a library's add changes few community summaries."""
-    from ..offline import cache_root
-
-    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
-    path = cache_root() / "retrieve" / f"{name}-{digest}.npy"
-    if path.is_file():
-        try:
-            vectors = np.load(path)
-            if vectors.shape[0] == len(texts):
-                return vectors
-        except (OSError, ValueError):
-            pass
-    if reuse is None or not texts:
-        vectors = embed(texts) if texts else np.zeros((0, dim), dtype=np.float32)
-    else:
-        vectors = _embed_reusing(cache_root() / "retrieve" / f"{reuse}-by-text.npz", texts, embed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{id(texts)}.npy")
-    np.save(tmp, vectors)
-    tmp.replace(path)
-    return vectors
-
-
-def _embed_reusing(store: Path, texts: list[str], embed) -> np.ndarray:
-    """Vectors of `texts`, taking those of texts already in `store` (by hash) and embedding the
-    rest; `store` then holds exactly these texts' vectors."""
-    keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
-    known: dict[str, np.ndarray] = {}
-    try:
-        with np.load(store) as data:
-            known = dict(zip(data["keys"].tolist(), data["vectors"]))
-    except (OSError, ValueError, KeyError):
-        pass
-    missing = sorted({k: t for k, t in zip(keys, texts) if k not in known}.items())
-    if missing:
-        for (k, _), v in zip(missing, embed([t for _, t in missing])):
-            known[k] = v
-    vectors = np.stack([known[k] for k in keys]).astype(np.float32)
-    store.parent.mkdir(parents=True, exist_ok=True)
-    tmp = store.with_suffix(f".tmp{id(texts)}.npz")
-    np.savez(tmp, keys=np.asarray(keys), vectors=vectors)
-    tmp.replace(store)
-    return vectors
 
 
 def _short(exc: BaseException) -> str:

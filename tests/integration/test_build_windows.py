@@ -3,6 +3,7 @@ question embeds none of them, and it writes the query snapshot, so the first que
 build loads as fast as the next. Real build, real encoder."""
 from __future__ import annotations
 
+import pickle
 import time
 from pathlib import Path
 
@@ -99,14 +100,13 @@ def test_the_build_writes_the_query_snapshot(story, tmp_path):
     state = get_state(repo)
     snapshot = _snapshot_path(state.key)
     assert snapshot.is_file() and snapshot.stat().st_mtime <= built  # written by the build, not by this open
-    from pagerag.offline import cache_root
-
-    vectors = list((cache_root() / "retrieve").glob(f"{state.data_key}-communities-governed-*.npy"))
-    assert vectors and vectors[0].stat().st_mtime <= built  # the community operator's vectors too
     df, n = state.stem_frequencies()  # IDF counts came with the snapshot
     assert n == len(state.passages) and df["keeper"] >= 1
     governed, raw = (_snapshot_path(f"{state.key}-{kind}") for kind in ("governed", "raw"))
     assert governed.is_file() and governed.stat().st_mtime <= built  # the graph questions read by default
+    with governed.open("rb") as f:  # with the community operator's vectors, one per community
+        vectors = pickle.load(f)._community_vectors
+    assert vectors.shape == (len(state.view("governed").graph.communities), state.vectors.shape[1])
     assert not raw.is_file()  # the raw graph (an ablation's) is not held in memory by the build ...
     view = state.view("raw")
     assert raw.is_file() and view._ppr is not None  # ... but snapshotted by the first question reading it
