@@ -129,25 +129,54 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)[\"'\u201c\u2018(]*$")
 
 def numbers_in(text: str) -> list[str]:
     """The numbers a text states, as canonical strings: digits ("1,200" -> "1200") and number
-    words ("fifteen" -> "15", "twenty-five" / "twenty five" -> "25"). "One" is left out: it is
-    more often a pronoun ("the old one") than a count."""
+    words ("fifteen" -> "15", "twenty-five" / "twenty five" -> "25", "fourteen hundred" -> "1400",
+    "three hundred and twenty" -> "320", "forty-two thousand" -> "42000"). "One" alone is left
+    out: it is more often a pronoun ("the old one") than a count."""
     out: list[str] = []
-    tokens = [t.lower() for t in _NUMBER_TOKEN.findall(text)]
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok[0].isdigit():
-            out.append(tok.replace(",", "").rstrip("."))
-        else:
-            parts = tok.split("-")
-            if all(p in _NUMBER_VALUES for p in parts) and tok != "one":
-                value = sum(_NUMBER_VALUES[p] for p in parts)
-                if tok in _TENS and i + 1 < len(tokens) and tokens[i + 1] in _UNITS[1:10]:
-                    value += _NUMBER_VALUES[tokens[i + 1]]
-                    i += 1
+    for clause in _CLAUSE_BREAK.split(text):  # "twenty; seven" is two numbers
+        tokens = [t.lower() for t in _NUMBER_TOKEN.findall(clause)]
+        i = 0
+        while i < len(tokens):
+            if tokens[i][0].isdigit():
+                out.append(tokens[i].replace(",", "").rstrip("."))
+                i += 1
+                continue
+            value, after = _spelt_number(tokens, i)
+            if value is not None and tokens[i:after] != ["one"]:
                 out.append(str(value))
-        i += 1
+            i = max(after, i + 1)
     return out
+
+
+_CLAUSE_BREAK = re.compile(r"[;:!?()\[\]\"\u201c\u201d]|[,.](?!\d)")
+
+
+_MULTIPLIERS = {"hundred": 100, "thousand": 1000, "million": 10**6}
+
+
+def _spelt_number(tokens: list[str], i: int) -> tuple[int | None, int]:
+    """The value of the number words from tokens[i] and the index after them, or (None, i): a
+    word or hyphened pair ("forty-two"), a unit after a tens word, then each multiplier with the
+    smaller number after it ("and" allowed between)."""
+    parts = tokens[i].split("-") if i < len(tokens) else []
+    if not parts or not all(p in _NUMBER_VALUES for p in parts):
+        return None, i
+    value, i = sum(_NUMBER_VALUES[p] for p in parts), i + 1
+    if tokens[i - 1] in _MULTIPLIERS:  # "a hundred and forty"
+        return _and_the_rest(tokens, i, value, value)
+    if tokens[i - 1] in _TENS and i < len(tokens) and tokens[i] in _UNITS[1:10]:
+        value, i = value + _NUMBER_VALUES[tokens[i]], i + 1
+    while i < len(tokens) and tokens[i] in _MULTIPLIERS and value < _MULTIPLIERS[tokens[i]]:
+        multiplier = _MULTIPLIERS[tokens[i]]
+        value, i = _and_the_rest(tokens, i + 1, value * multiplier, multiplier)
+    return value, i
+
+
+def _and_the_rest(tokens: list[str], i: int, value: int, multiplier: int) -> tuple[int, int]:
+    """`value` (ending in `multiplier`) plus a smaller number after it, "and" allowed between."""
+    at = i + 1 if i < len(tokens) and tokens[i] == "and" else i
+    rest, after = _spelt_number(tokens, at)
+    return (value + rest, after) if rest is not None and rest < multiplier else (value, i)
 
 
 def names_in(text: str, context: str = "") -> list[str]:

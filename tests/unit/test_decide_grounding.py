@@ -36,6 +36,10 @@ def test_any_cited_excerpt_may_support_and_citation_marks_are_not_numbers():
 
 def test_numbers_and_names_are_read_as_written():
     assert numbers_in("twenty five men, 1,200 pounds, twenty-one ships, one dog") == ["25", "1200", "21"]
+    # multiplied: "1400 pounds" is what "fourteen hundred pounds" says; a list is not one number
+    assert numbers_in("fourteen hundred pounds, a hundred and forty men, three hundred and twenty guineas, "
+                      "forty-two thousand dollars, two thousand three hundred and five") == ["1400", "140", "320", "42000", "2305"]
+    assert numbers_in("five, ten, twenty; seven and twenty; one hundred; the old one") == ["5", "10", "20", "7", "20", "100"]
     assert names_in("He met Captain Ahab in Nantucket. Nothing came of it.") == ["Captain Ahab", "Nantucket"]
 
 
