@@ -292,8 +292,10 @@ def forget_older_versions(data_key: str) -> None:
     folder = cache_root() / "retrieve"
     by_version: dict[str, list[Path]] = {}
     for path in folder.glob(f"{path_key}-*"):
-        version = path.name.split("-")[1]
-        by_version.setdefault(version, []).append(path)
+        if path.name.endswith("-by-text.npz"):  # summaries' vectors by text: earlier code's, read no more
+            path.unlink(missing_ok=True)
+            continue
+        by_version.setdefault(path.name.split("-")[1], []).append(path)
     older = sorted((v for v in by_version if v != current),
                    key=lambda v: max(_mtime(p) for p in by_version[v]), reverse=True)
     for version in older[1:]:

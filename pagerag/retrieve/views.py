@@ -223,7 +223,8 @@ def composed_community_vectors(view: GraphView, rows: list[tuple[np.ndarray, np.
     name) plus the mean vector of its most central passages (where its summary's sentences come
     from), each part of unit length. Embedding each community's title and summary instead cost a
     library's add ~10 s at 1,000 documents (~1,400 summaries re-made per add, docs/library.md);
-    evidence recall on the training books' questions was the same either way."""
+    evidence recall on the training books' questions was the same either way (and with random
+    vectors or none: benchmarks/community_vectors.py)."""
     out = np.zeros((len(view.graph.communities), passage_vectors.shape[1]), np.float32)
     for i, community in enumerate(view.graph.communities):
         degrees = member_degrees(view, community)

@@ -243,7 +243,7 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(docs, tmp_path):
 
 
 def test_the_query_cache_keeps_the_current_version_and_the_one_before(docs, tmp_path, monkeypatch):
-    """Each published version writes its query snapshot (and community vectors) to the cache; the
+    """Each published version writes its query snapshot (with its community vectors) to the cache; the
     older versions' files go, but those of the version just before (a pinned reader's): a library
     grown by 20 adds had left one ~100 MB snapshot per version."""
     from pagerag.api import PageRAG
@@ -257,15 +257,17 @@ def test_the_query_cache_keeps_the_current_version_and_the_one_before(docs, tmp_
     def versions() -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
         for path in cache.glob(f"{_path_key(repo)}-*"):
-            if not path.name.endswith("-by-text.npz"):
-                found.setdefault(path.name.split("-")[1], []).append(path.name)
+            found.setdefault(path.name.split("-")[1], []).append(path.name)
         return found
 
     build_repository([docs["a"]], repo, settings(), show_progress=False)
     seen = [set(versions())]
+    earlier = cache / f"{_path_key(repo)}-communities-governed-by-text.npz"  # what earlier code kept across versions
+    earlier.write_bytes(b"")
     for name in "bcd":
         add_documents([docs[name]], repo, settings(), show_progress=False)
         seen.append(set(versions()))
+    assert not earlier.exists()  # not read any more: removed, and not taken for a version
     assert [len(s) for s in seen] == [1, 2, 2, 2]
     assert seen[3] == {*(seen[3] - seen[2]), *(seen[2] - seen[1])}  # the newest and the one before
     assert all(any(n.endswith("-governed-snapshot.pkl") for n in files) for files in versions().values())
