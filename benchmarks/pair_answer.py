@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from pair_pick import append_records, held_out_sides  # noqa: E402  (the pick's run loop and held-out decision)
+from pair_pick import append_records, best_threshold, held_out_sides, write_decision  # noqa: E402  (the pick's run loop, decision and its file)
 
 SAMPLE = ROOT / "pagerag" / "generate" / "models" / "calibration_pairs.jsonl.gz"
 def read_side(llm, question: str, excerpts: list[dict], windows: int) -> dict:
@@ -86,19 +86,26 @@ def answer_of(side: dict, kind: str, question: str) -> str:
     return side["picked"] if kind in ("off", "prefer") else ""
 
 
-def figures(recs: list[dict], kind: str, tau: float | None = None) -> dict:
+def sides(recs: list[dict], kind: str) -> tuple[np.ndarray, ...]:
+    """Per pair: the says and silent sides' scores, whether the says side's answer (pick_answer
+    mode `kind`) is right, and whether the silent side has an answer to give."""
     from pagerag.evaluate.scoring import lenient_by_recall
 
     says = np.array([side_score(r["says"], r["null"]) for r in recs])
     silent = np.array([side_score(r["silent"], r["null"]) for r in recs])
     says_ans = [answer_of(r["says"], kind, r["question"]) for r in recs]
-    silent_ans = [answer_of(r["silent"], kind, r["question"]) for r in recs]
     right = np.array([bool(a) and lenient_by_recall(a, r["answers"]) for a, r in zip(says_ans, recs)])
-    silent_gives = np.array([bool(a) for a in silent_ans])
+    silent_gives = np.array([bool(answer_of(r["silent"], kind, r["question"])) for r in recs])
+    return says, silent, right, silent_gives
+
+
+def figures(recs: list[dict], kind: str, tau: float | None = None) -> dict:
+    says, silent, right, silent_gives = sides(recs, kind)
+    says_ans_given = [bool(answer_of(r["says"], kind, r["question"])) for r in recs]
     books = np.array([r["book"] for r in recs])
     answered, refused = held_out_sides(says, silent, right, books, silent_gives, tau)
     return {"right": answered.mean(), "refused": refused.mean(), "both": (answered & refused).mean(),
-            "answer_right_on_says": right.mean(), "checked_says": np.mean([bool(a) for a in says_ans]),
+            "answer_right_on_says": right.mean(), "checked_says": np.mean(says_ans_given),
             "checked_silent": silent_gives.mean()}
 
 
@@ -161,6 +168,15 @@ def report(args) -> None:
                       f"picked={r[s]['picked'][:80]!r}")
 
 
+def fit(args) -> None:
+    """The pick's threshold for the answers `generate.pick_answer = require` gives (the short
+    answer when it checks out, else none): the tau with the most pairs right on both sides, on
+    every pair of the run; shipped (generate/models/pick_decision.json) with --write."""
+    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    tau, both = best_threshold(*sides(recs, "require"))
+    write_decision("null", tau, both, recs, f"python benchmarks/pair_answer.py fit --out {Path(args.out).name}", args.write)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -174,8 +190,12 @@ def main() -> None:
     p.add_argument("--show", action="store_true", help="every pair's answers")
     p.add_argument("--sample", default=str(SAMPLE))
     p.add_argument("--first", type=int, default=0, help="report the records from this one on (0-based)")
+    f = sub.add_parser("fit", help="the shipped pick threshold, for the require answers of a run's pairs")
+    f.add_argument("--out", required=True)
+    f.add_argument("--sample", default=str(SAMPLE))
+    f.add_argument("--write", action="store_true")
     args = ap.parse_args()
-    {"run": run, "report": report}[args.cmd](args)
+    {"run": run, "report": report, "fit": fit}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -184,24 +184,28 @@ def held_out_sides(says: np.ndarray, silent: np.ndarray, right: np.ndarray, book
     60% where they can), or at `tau` when given. `right`: the says side's answer is right;
     `silent_gives`: the silent side has an answer to give above the threshold (default: all)."""
     gives = np.ones(silent.size, bool) if silent_gives is None else silent_gives
-
-    def at(threshold, idx):
-        return (says[idx] >= threshold) & right[idx], ~((silent[idx] >= threshold) & gives[idx])
-
-    def choose(idx):
-        best = None
-        for threshold in np.unique(np.concatenate([says[idx], silent[idx]])):
-            a, r = at(threshold, idx)
-            key = (r.mean() >= 0.6, (a & r).mean(), threshold)
-            best = key if best is None or key[:2] > best[:2] else best
-        return best[2]
-
     answered = np.zeros(says.size, bool)
     refused = np.zeros(says.size, bool)
     for book in np.unique(books):
         held = books == book
-        answered[held], refused[held] = at(choose(~held) if tau is None else tau, held)
+        threshold = best_threshold(says[~held], silent[~held], right[~held], gives[~held])[0] if tau is None else tau
+        answered[held] = (says[held] >= threshold) & right[held]
+        refused[held] = ~((silent[held] >= threshold) & gives[held])
     return answered, refused
+
+
+def best_threshold(says: np.ndarray, silent: np.ndarray, right: np.ndarray,
+                   gives: np.ndarray | None = None) -> tuple[float, float]:
+    """(threshold, share of pairs right on both sides at it): the one with the most pairs right on
+    both sides among those refusing at least 60% where the book is silent (the lowest of equals).
+    A side answers when its score reaches the threshold (and, on a silent side, `gives`)."""
+    gives = np.ones(silent.size, bool) if gives is None else gives
+    best = None
+    for threshold in np.unique(np.concatenate([says, silent])):
+        refused = ~((silent >= threshold) & gives)
+        key = (refused.mean() >= 0.6, ((says >= threshold) & right & refused).mean(), float(threshold))
+        best = key if best is None or key[:2] > best[:2] else best
+    return best[2], best[1]
 
 
 def figures(recs, key: str, how: str, scored_answer: bool) -> dict:
@@ -276,17 +280,19 @@ def fit(args) -> None:
         says.append(s)
         silent.append(side_score(r["silent"], "p_some", args.how, r.get("null"))[0])
         right.append(lenient_by_recall(r["says"][at]["picked"], r["answers"]))
-    says, silent, right = map(np.array, (says, silent, right))
-    best = None
-    for tau in np.unique(np.concatenate([says, silent])):
-        key = ((silent < tau).mean() >= 0.6, ((says >= tau) & right & (silent < tau)).mean(), float(tau))
-        best = key if best is None or key[:2] > best[:2] else best
-    decision = {"feature": args.how, "tau": round(best[2], 4), "pairs": len(recs),
-                "books": sorted({r["book"] for r in recs}), "both_right_in_sample": round(float(best[1]), 4),
+    tau, both = best_threshold(*map(np.array, (says, silent, right)))
+    write_decision(args.how, tau, both, recs, f"python benchmarks/pair_pick.py fit --out {Path(args.out).name} "
+                   f"--how {args.how}", args.write)
+
+
+def write_decision(how: str, tau: float, both: float, recs: list[dict], command: str, write: bool) -> None:
+    """Print the pick's decision fitted on `recs`; with `write`, ship it (generate/models/pick_decision.json)."""
+    decision = {"feature": how, "tau": round(tau, 4), "pairs": len(recs),
+                "books": sorted({r["book"] for r in recs}), "both_right_in_sample": round(float(both), 4),
                 "fitted_with": "Qwen2.5-Coder-1.5B-Instruct (../shared/tools/local-llm), 4 excerpts a side",
-                "command": f"python benchmarks/pair_pick.py fit --out {Path(args.out).name} --how {args.how} --write"}
+                "command": f"{command} --write"}
     print(json.dumps(decision, indent=1))
-    if args.write:
+    if write:
         path = ROOT / "pagerag" / "generate" / "models" / "pick_decision.json"
         path.write_text(json.dumps(decision, indent=1) + "\n")
         print(f"wrote {path}")
