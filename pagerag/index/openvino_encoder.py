@@ -62,6 +62,8 @@ class OpenVinoEncoder(ExportedEncoder):
         self.model = self._compile()
         self.dim = int(self.model.output("embedding").get_partial_shape()[-1].get_length())
         self._local = threading.local()  # an infer request serves one thread at a time
+        self._guard = threading.Lock()  # the model, and how many threads are inferring with it
+        self._busy = 0
 
     def _compile_through_cache(self, ov, onnx_path: str, config: dict):
         # OpenVINO writes its cache blob without a lock of its own: two processes compiling the
@@ -70,25 +72,37 @@ class OpenVinoEncoder(ExportedEncoder):
             return ov.Core().compile_model(onnx_path, "CPU", config)
 
     def _infer(self, outputs: list[str], ids: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
-        if self.model is None:  # released after a passage pass: compiled again (from the cache, ~0.5 s)
-            self.model = self._compile()
-        request = getattr(self._local, "request", None)
-        if request is None:
-            request = self._local.request = self.model.create_infer_request()
-        width = ids.shape[1]
-        wide = -(-width // WIDTH_STEP) * WIDTH_STEP
-        if wide != width:
-            ids, mask = (np.pad(a, ((0, 0), (0, wide - width))) for a in (ids, mask))
-        result = request.infer({"input_ids": ids, "attention_mask": mask})  # copies the outputs out
-        return [result[self.model.output(name)][:, :width] if name == "tokens" else result[self.model.output(name)]
-                for name in outputs]
+        with self._guard:
+            if self.model is None:  # released after a passage pass: compiled again (from the cache, ~0.5 s)
+                self.model = self._compile()
+            model, self._busy = self.model, self._busy + 1
+            request = getattr(self._local, "request", None)
+            if request is None:
+                request = self._local.request = model.create_infer_request()
+        try:
+            width = ids.shape[1]
+            wide = -(-width // WIDTH_STEP) * WIDTH_STEP
+            if wide != width:
+                ids, mask = (np.pad(a, ((0, 0), (0, wide - width))) for a in (ids, mask))
+            result = request.infer({"input_ids": ids, "attention_mask": mask})  # copies the outputs out
+            return [result[model.output(name)][:, :width] if name == "tokens" else result[model.output(name)]
+                    for name in outputs]
+        finally:
+            with self._guard:
+                self._busy -= 1
 
     def release_memory(self) -> None:
         """Give back everything the compiled model holds: after a build's passage pass, until the
         next text, which compiles it again from the model cache. The compiled model with its
         per-shape kernels holds ~150 MB more than ONNX Runtime's session after a book's pass,
-        and spaCy's worker processes are started from this one next (the build's peak)."""
-        if self.model is not None:
-            self.model.release_memory()
-        self.model, self._local = None, threading.local()
+        and spaCy's worker processes are started from this one next (the build's peak).
+
+        The model is let go, not released in place (`CompiledModel.release_memory`, which OpenVINO
+        allows only while no request runs: it crashed a test worker once, in an add's graph stages,
+        in a process whose other threads had used the encoder; `pagerag serve` runs build jobs
+        beside its queries). While another thread infers, the model stays.""" 
+        with self._guard:
+            if self._busy:
+                return
+            self.model, self._local = None, threading.local()  # the requests go with their thread-local
         give_back_free_heap()

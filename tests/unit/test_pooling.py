@@ -87,3 +87,33 @@ def test_releasing_the_encoders_memory_leaves_its_vectors_unchanged(encoder):
     before = encoder.encode(texts)
     encoder.release_memory()
     assert np.array_equal(encoder.encode(texts), before)
+
+
+def test_releasing_the_encoders_memory_while_another_thread_embeds(encoder):
+    """A server's build job releases the encoder's memory after its passage pass while a query
+    thread may be embedding a question with the same encoder: neither may crash or change a
+    vector (OpenVINO's in-place release under a running request crashed a process)."""
+    import threading
+
+    texts = [PASSAGE] * 8 + ["Scrooge", "the clergyman"]
+    expected = encoder.encode(texts)
+    results, errors, stop = [], [], threading.Event()
+
+    def embed() -> None:
+        while not stop.is_set():
+            try:
+                results.append(encoder.encode(texts))
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                errors.append(repr(exc))
+                return
+
+    worker = threading.Thread(target=embed)
+    worker.start()
+    try:
+        for _ in range(30):
+            encoder.release_memory()
+            assert np.array_equal(encoder.encode(texts), expected)
+    finally:
+        stop.set()
+        worker.join()
+    assert not errors and results and all(np.array_equal(r, expected) for r in results)
