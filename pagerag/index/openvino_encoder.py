@@ -100,7 +100,7 @@ class OpenVinoEncoder(ExportedEncoder):
         The model is let go, not released in place (`CompiledModel.release_memory`, which OpenVINO
         allows only while no request runs: it crashed a test worker once, in an add's graph stages,
         in a process whose other threads had used the encoder; `pagerag serve` runs build jobs
-        beside its queries). While another thread infers, the model stays.""" 
+        beside its queries). While another thread infers, the model stays."""
         with self._guard:
             if self._busy:
                 return

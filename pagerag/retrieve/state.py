@@ -241,7 +241,6 @@ def _stem_frequencies(passages: list, data_key: str) -> tuple[dict[str, int], in
     mark of each passage's text) plus the new passages' are this version's, so an add stems what
     it added, not the library (1.5 s of an add at 1,000 documents). Anything else (a removal, a
     passage changed, no earlier counts) counts every passage."""
-    import hashlib
     from collections import Counter
 
     from ..text.words import document_frequencies
