@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from pair_pick import append_records, best_threshold, held_out_sides, write_decision  # noqa: E402  (the pick's run loop, decision and its file)
+from pair_pick import append_records, best_threshold, write_decision  # noqa: E402  (the pick's run loop, decision and its file)
+from pagerag.evaluate.llm_calibration import held_out_sides  # noqa: E402
 
 SAMPLE = ROOT / "pagerag" / "generate" / "models" / "calibration_pairs.jsonl.gz"
 def read_side(llm, question: str, excerpts: list[dict], windows: int) -> dict:
@@ -77,13 +78,51 @@ def side_score(side: dict, null: float) -> float:
 
 def answer_of(side: dict, kind: str, question: str) -> str:
     """The answer shown by pick_answer mode `kind`; "" refuses. The short answer checks out as the
-    ask path checks it (window_judge.stating_sentence) on the excerpt it was asked of (`excerpt`,
-    set by `with_excerpts`)."""
+    ask path checks it (window_judge.stating_sentence) on the excerpt it was asked of (`excerpts`,
+    set by `with_excerpts`); with `more`'s tries, the first short answer that checks out, in the
+    order the excerpts were tried (best P(some sentence) first)."""
     from pagerag.generate.window_judge import stating_sentence
 
-    if kind != "off" and stating_sentence(side["short"], question, side["excerpt"]) is not None:
-        return side["short"]
+    tries = side.get("tries") or [[side["best"], side["short"]]]
+    for at, short in tries[:ANSWER_EXCERPTS]:
+        if kind != "off" and stating_sentence(short, question, side["excerpts"][at]) is not None:
+            return short
     return side["picked"] if kind in ("off", "prefer") else ""
+
+
+ANSWER_EXCERPTS = 1  # how many of the best excerpts may give the short answer (report/fit --answer-excerpts)
+
+
+def more(args) -> None:
+    """Each side whose short answer does not check out asked again, of its next best excerpt (up
+    to --answer-excerpts in all), in that excerpt's own pick conversation (the pick calls come
+    from the response cache); records written to --to with each side's `tries`."""
+    from pagerag.generate.window_judge import pick_sentence, short_answer, stating_sentence
+    from pagerag.llm.registry import get_llm
+    from pagerag.records import StageCost
+    from pagerag.settings import load_settings
+
+    llm = get_llm(load_settings().llm)
+    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    done = {json.loads(l)["pair"] for l in Path(args.to).read_text().splitlines()} if Path(args.to).exists() else set()
+    with open(args.to, "a") as fh:
+        for i, r in enumerate(recs, 1):
+            if r["pair"] in done:
+                continue
+            started = time.perf_counter()
+            for name in ("says", "silent"):
+                side = r[name]
+                side["tries"] = tries = [[side["best"], side["short"]]]
+                order = [int(k) for k in np.argsort(side["p_some"])[::-1]]
+                for at in order[1:args.answer_excerpts]:
+                    if stating_sentence(tries[-1][1], r["question"], side["excerpts"][tries[-1][0]]) is not None:
+                        break
+                    reading = pick_sentence(llm, r["question"], side["excerpts"][at], StageCost())
+                    tries.append([at, short_answer(llm, r["question"], reading, StageCost())])
+                del side["excerpts"]
+            fh.write(json.dumps(r) + "\n")
+            fh.flush()
+            print(f"{i}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
 
 
 def sides(recs: list[dict], kind: str) -> tuple[np.ndarray, ...]:
@@ -103,7 +142,7 @@ def figures(recs: list[dict], kind: str, tau: float | None = None) -> dict:
     says, silent, right, silent_gives = sides(recs, kind)
     says_ans_given = [bool(answer_of(r["says"], kind, r["question"])) for r in recs]
     books = np.array([r["book"] for r in recs])
-    answered, refused = held_out_sides(says, silent, right, books, silent_gives, tau)
+    answered, refused = held_out_sides(says, silent, books, right, silent_gives, tau)
     return {"right": answered.mean(), "refused": refused.mean(), "both": (answered & refused).mean(),
             "answer_right_on_says": right.mean(), "checked_says": np.mean(says_ans_given),
             "checked_silent": silent_gives.mean()}
@@ -125,14 +164,14 @@ def answers_given(recs: list[dict], kind: str, tau: float) -> tuple[int, int, in
 
 
 def with_excerpts(recs: list[dict], sample: Path) -> list[dict]:
-    """Each side's record with the excerpt its short answer was asked of (from the sample)."""
+    """Each side's record with the excerpts it read (from the sample)."""
     from pagerag.evaluate.llm_calibration import read_sample
     from pagerag.records import Excerpt
 
     rows = {row["pair"]: row for row in read_sample(sample)}
     for r in recs:
         for side in ("says", "silent"):
-            r[side]["excerpt"] = Excerpt(**rows[r["pair"]][side][r[side]["best"]])
+            r[side]["excerpts"] = [Excerpt(**e) for e in rows[r["pair"]][side]]
     return recs
 
 
@@ -194,8 +233,16 @@ def main() -> None:
     f.add_argument("--out", required=True)
     f.add_argument("--sample", default=str(SAMPLE))
     f.add_argument("--write", action="store_true")
+    m = sub.add_parser("more", help="ask the next best excerpt for the short answer where the best one's does not check out")
+    m.add_argument("--out", required=True, help="a run's records")
+    m.add_argument("--to", required=True, help="the records with each side's tries")
+    m.add_argument("--sample", default=str(SAMPLE))
+    for q in (p, f, m):
+        q.add_argument("--answer-excerpts", type=int, default=1, help="how many of the best excerpts may give the short answer")
     args = ap.parse_args()
-    {"run": run, "report": report, "fit": fit}[args.cmd](args)
+    global ANSWER_EXCERPTS
+    ANSWER_EXCERPTS = getattr(args, "answer_excerpts", 1)
+    {"run": run, "report": report, "fit": fit, "more": more}[args.cmd](args)
 
 
 if __name__ == "__main__":

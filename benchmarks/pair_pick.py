@@ -100,6 +100,7 @@ def read_side(backend, llm, question: str, excerpts: list[dict], windows: int) -
 # The control text (a text that answers no question: the question's form cancels out), shared
 # with the shipped pick judge.
 from pagerag.generate.window_judge import NULL_EXCERPT  # noqa: E402
+from pagerag.evaluate.llm_calibration import held_out_sides  # noqa: E402  (one held-out rule with calibrate --llm)
 
 
 def null_reading(backend, question: str) -> dict:
@@ -177,35 +178,14 @@ def side_score(readings: list[dict], key: str, how: str, null: dict | None = Non
     return ranked[0] - float(np.mean(ranked[1:])), best
 
 
-def held_out_sides(says: np.ndarray, silent: np.ndarray, right: np.ndarray, books: np.ndarray,
-                   silent_gives: np.ndarray | None = None, tau: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(answered right where the book says, refused where it does not) per pair: each book decided
-    at the threshold with the most pairs right on both sides on the other books (refusing at least
-    60% where they can), or at `tau` when given. `right`: the says side's answer is right;
-    `silent_gives`: the silent side has an answer to give above the threshold (default: all)."""
-    gives = np.ones(silent.size, bool) if silent_gives is None else silent_gives
-    answered = np.zeros(says.size, bool)
-    refused = np.zeros(says.size, bool)
-    for book in np.unique(books):
-        held = books == book
-        threshold = best_threshold(says[~held], silent[~held], right[~held], gives[~held])[0] if tau is None else tau
-        answered[held] = (says[held] >= threshold) & right[held]
-        refused[held] = ~((silent[held] >= threshold) & gives[held])
-    return answered, refused
-
-
 def best_threshold(says: np.ndarray, silent: np.ndarray, right: np.ndarray,
                    gives: np.ndarray | None = None) -> tuple[float, float]:
-    """(threshold, share of pairs right on both sides at it): the one with the most pairs right on
-    both sides among those refusing at least 60% where the book is silent (the lowest of equals).
-    A side answers when its score reaches the threshold (and, on a silent side, `gives`)."""
-    gives = np.ones(silent.size, bool) if gives is None else gives
-    best = None
-    for threshold in np.unique(np.concatenate([says, silent])):
-        refused = ~((silent >= threshold) & gives)
-        key = (refused.mean() >= 0.6, ((says >= threshold) & right & refused).mean(), float(threshold))
-        best = key if best is None or key[:2] > best[:2] else best
-    return best[2], best[1]
+    """(threshold, share of pairs right on both sides at it), chosen as `pagerag calibrate --llm`
+    chooses it (llm_calibration.choose_tau)."""
+    from pagerag.evaluate.llm_calibration import choose_tau, pair_figures
+
+    tau = choose_tau(says, silent, right, gives)
+    return tau, pair_figures(says, silent, tau, right, gives)["both"]
 
 
 def figures(recs, key: str, how: str, scored_answer: bool) -> dict:
@@ -222,7 +202,7 @@ def figures(recs, key: str, how: str, scored_answer: bool) -> dict:
         right.append(lenient_by_recall(answer, r["answers"]) if scored_answer else True)
         books.append(r["book"])
     says, silent, right, books = map(np.array, (says, silent, right, books))
-    answered, refused = held_out_sides(says, silent, right, books)
+    answered, refused = held_out_sides(says, silent, books, right)
     order = np.concatenate([says, silent])
     labels = np.concatenate([np.ones_like(says), np.zeros_like(silent)])
     from sklearn.metrics import roc_auc_score

@@ -272,6 +272,11 @@ class GenerateSettings(_Section):
         "not (on 193 training pairs: 143 answers, 61% right); prefer = the named sentence then (298 answers, 34% right); "
         "off = the named sentence, no extra call (docs/pairs.md)."
     )
+    answer_excerpts: int = Field(
+        1, ge=1, le=20, description="With judge = pick and pick_answer on: how many of the best-scored excerpts may "
+        "give the short answer, tried in order until one checks out (one call each); the first excerpt's answer is "
+        "often not what its sentence says."
+    )
     judge_windows: int = Field(
         4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "
         "the retrieval's order (the first evidence passages)."

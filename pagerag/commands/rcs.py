@@ -121,19 +121,23 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
     if target_cwar is not None:
         raise ConfigError("--target-cwar applies to a repository's RCS gate; the LLM judge's threshold is fitted on pairs")
     windows = settings.generate.judge_windows
-    total = calls_needed(read_sample(CALIBRATION_SAMPLE)[:limit], windows, judge)
-    what = "sentence named per excerpt" if judge == "pick" else "P(yes) per excerpt"
+    # with the pick's answers required, the threshold is fitted for the answers ask gives
+    tries = settings.generate.answer_excerpts if judge == "pick" and settings.generate.pick_answer == "require" else 0
+    rows = read_sample(CALIBRATION_SAMPLE)[:limit]
+    total = calls_needed(rows, windows, judge) + (2 * len(rows) if tries else 0)
+    what = ("sentence named per excerpt" + (", then short answers" if tries else "")) if judge == "pick" else "P(yes) per excerpt"
     with StageProgress(enabled=not quiet) as bars:
         with bars.stage(what, total) as advance:
             decision, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, windows, progress=lambda: advance(1),
-                                             limit=limit, judge=judge)
+                                             limit=limit, judge=judge, answer_tries=tries)
     path = save_decision(decision, llm_decision_path(model_llm, judge))
     held, fit = report["held_out_by_book"], report["in_sample"]
     typer.echo(f"{judge} judge threshold for {report['backend']} ({report['model']}): {path}\n  tau {report['tau']:.3f} "
                f"({report['feature']}) on {report['pairs']} pairs from {len(report['books'])} training books ({windows} "
                f"excerpts a side); held out by book: answered where the book says {held['answered_where_says']:.0%}, "
                f"refused where it does not {held['refused_where_not']:.0%}, both {held['both']:.0%} (in sample "
-               f"{fit['both']:.0%}; a decision from the wording alone: 0%)")
+               f"{fit['both']:.0%}; a decision from the wording alone: 0%)"
+               + ("; an answer counts when its short answer checks out and, where the book says, is right" if tries else ""))
     if held["both"] < WEAK_JUDGE:
         from rich.console import Console
 

@@ -19,7 +19,11 @@ P(yes) moves with the question's form, and within one question with the excerpt)
 pick, above the control text (`null`) — whichever gets more pairs right held out by book. tau is
 the threshold that gets the most pairs right on both sides (the book that says: score >= tau; the
 book that does not:
-below), among those that refuse at least `MIN_REFUSED` of the silent sides when one can. The
+below), among those that refuse at least `MIN_REFUSED` of the silent sides when one can. With
+the pick and `generate.pick_answer = require` (the defaults) it is fitted for the answers `ask`
+gives: a side answers only with a short answer that checks out (window_judge.first_stated_answer,
+one more call a side, more with `generate.answer_excerpts`), and the book that says counts only
+when that answer is right (the sample's answer strings). The
 report gives the same figures held out by book (tau chosen on the other books), which is what to
 expect on books the calibration never saw. The threshold is stored in the cache
 (`<cache>/calibration/<backend>-<model>.pick.json`, `.windows.json` for yesno) and used by `ask`
@@ -53,19 +57,36 @@ def read_sample(path: Path) -> list[dict]:
 
 
 def side_scores(llm, row: dict, side: str, windows: int, judge: str,
-                progress: Callable[[], None] | None = None) -> list[float]:
+                progress: Callable[[], None] | None = None) -> tuple[list[float], list]:
     """The LLM's P(yes) (yesno) or P(some sentence) (pick) on each of the side's first `windows`
-    excerpts, as the judge asks it."""
+    excerpts, as the judge asks it, with the pick's readings (for its short answer; [] for yesno)."""
     from ..generate.window_judge import judge_p_yes, pick_sentence
     from ..records import Excerpt, StageCost
 
-    out = []
+    scores, readings = [], []
     for e in row[side][:windows]:
         excerpt = Excerpt(**e)
         if judge == "pick":
-            out.append(pick_sentence(llm, row["question"], excerpt, StageCost()).p_yes)
+            readings.append(pick_sentence(llm, row["question"], excerpt, StageCost()))
+            scores.append(readings[-1].p_yes)
         else:
-            out.append(judge_p_yes(llm, row["question"], excerpt, StageCost()))
+            scores.append(judge_p_yes(llm, row["question"], excerpt, StageCost()))
+        if progress:
+            progress()
+    return scores, readings
+
+
+def stated_answers(llm, rows: list[dict], readings: list[list], tries: int,
+                   progress: Callable[[], None] | None = None) -> list[str | None]:
+    """Per side, the short answer `ask` would give (window_judge.first_stated_answer: the first of
+    the `tries` best excerpts whose answer checks out), or None."""
+    from ..generate.window_judge import first_stated_answer
+    from ..records import StageCost
+
+    out = []
+    for row, side in zip(rows, readings):
+        found = first_stated_answer(llm, row["question"], side, StageCost(), tries)
+        out.append(found[1] if found else None)
         if progress:
             progress()
     return out
@@ -85,60 +106,99 @@ def control_scores(llm, rows: list[dict], judge: str, progress: Callable[[], Non
 
 
 def calls_needed(rows: list[dict], windows: int, judge: str) -> int:
-    """The LLM calls a calibration makes: one an excerpt, and for the pick one a question more."""
+    """The LLM calls a calibration makes before the short answers: one an excerpt, and for the
+    pick one a question more."""
     excerpts = sum(min(windows, len(r["says"])) + min(windows, len(r["silent"])) for r in rows)
     return excerpts + (len(rows) if judge == "pick" else 0)
 
 
-def pair_figures(says: np.ndarray, silent: np.ndarray, tau: float) -> dict[str, float]:
-    """Answered where the book says, refused where it does not, both, at threshold tau."""
-    answered, refused = says >= tau, silent < tau
+def _all(flags: np.ndarray | None, like: np.ndarray) -> np.ndarray:
+    return np.ones(like.size, bool) if flags is None else np.asarray(flags, bool)
+
+
+def pair_sides(says: np.ndarray, silent: np.ndarray, tau: float, right: np.ndarray | None = None,
+               gives: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair at threshold tau: (answered right where the book says, refused where it does not).
+    A side answers when its score reaches tau and, when given, `right` (the says side's answer is
+    right) / `gives` (the silent side has an answer that checks out); default: every answer counts."""
+    answered = (says >= tau) & _all(right, says)
+    refused = ~((silent >= tau) & _all(gives, silent))
+    return answered, refused
+
+
+def pair_figures(says: np.ndarray, silent: np.ndarray, tau: float, right: np.ndarray | None = None,
+                 gives: np.ndarray | None = None) -> dict[str, float]:
+    """Answered (right) where the book says, refused where it does not, both, at threshold tau."""
+    answered, refused = pair_sides(says, silent, tau, right, gives)
     return {"answered_where_says": float(answered.mean()), "refused_where_not": float(refused.mean()),
             "both": float((answered & refused).mean())}
 
 
-def choose_tau(says: np.ndarray, silent: np.ndarray) -> float:
+def choose_tau(says: np.ndarray, silent: np.ndarray, right: np.ndarray | None = None,
+               gives: np.ndarray | None = None) -> float:
     """The threshold with the most pairs right on both sides, among those refusing at least
     MIN_REFUSED of the silent sides (all thresholds when none does); ties: the higher one."""
     candidates = np.unique(np.concatenate([says, silent, [0.5]]))
     scored = []
     for tau in candidates:
-        f = pair_figures(says, silent, tau)
+        f = pair_figures(says, silent, tau, right, gives)
         scored.append((f["refused_where_not"] >= MIN_REFUSED, f["both"], tau))
     floor_met = any(ok for ok, _, _ in scored)
     best = max((s for s in scored if s[0] or not floor_met), key=lambda s: (s[1], s[2]))
     return float(best[2])
 
 
-def held_out(says: np.ndarray, silent: np.ndarray, books: np.ndarray) -> dict[str, float]:
-    """Each book's pairs decided by the tau chosen on the other books; the figures over all."""
+def held_out_sides(says: np.ndarray, silent: np.ndarray, books: np.ndarray, right: np.ndarray | None = None,
+                   gives: np.ndarray | None = None, tau: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """pair_sides with each book's pairs decided by the tau chosen on the other books (or at `tau`)."""
+    right, gives = _all(right, says), _all(gives, silent)
     answered = np.zeros(says.size, bool)
     refused = np.zeros(says.size, bool)
     for book in np.unique(books):
-        other = books != book
-        tau = choose_tau(says[other], silent[other]) if other.any() else 0.5
-        answered[~other], refused[~other] = says[~other] >= tau, silent[~other] < tau
+        held = books == book
+        other = ~held
+        t = tau if tau is not None else choose_tau(says[other], silent[other], right[other], gives[other]) \
+            if other.any() else 0.5
+        answered[held], refused[held] = pair_sides(says[held], silent[held], t, right[held], gives[held])
+    return answered, refused
+
+
+def held_out(says: np.ndarray, silent: np.ndarray, books: np.ndarray, right: np.ndarray | None = None,
+             gives: np.ndarray | None = None) -> dict[str, float]:
+    """Each book's pairs decided by the tau chosen on the other books; the figures over all."""
+    answered, refused = held_out_sides(says, silent, books, right, gives)
     return {"answered_where_says": float(answered.mean()), "refused_where_not": float(refused.mean()),
             "both": float((answered & refused).mean())}
 
 
 def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], None] | None = None,
-                  limit: int | None = None, judge: str = "pick") -> tuple[dict, dict]:
+                  limit: int | None = None, judge: str = "pick", answer_tries: int = 0) -> tuple[dict, dict]:
     """The fitted decision of judge `judge` for `llm` ({"tau", "feature", ...}) and its report (pair
     figures, in sample and held out by book). `limit`: the first `limit` pairs of the sample (it
-    interleaves the books)."""
+    interleaves the books). `answer_tries` > 0 (the pick with `generate.pick_answer = require`):
+    a side answers only with a short answer that checks out (from the best `answer_tries`
+    excerpts, as `ask` asks it), and a pair counts on the answering side only when that answer is
+    right (the sample's answer strings) -- the threshold is fitted for the answers `ask` gives."""
+    from .scoring import lenient_by_recall
+
     rows = read_sample(sample_path)[:limit]
     if len(rows) < MIN_PAIRS:
         raise PageRAGError(f"calibration needs at least {MIN_PAIRS} pairs; got {len(rows)}")
-    says = [side_scores(llm, row, "says", windows, judge, progress) for row in rows]
-    silent = [side_scores(llm, row, "silent", windows, judge, progress) for row in rows]
+    says, says_read = zip(*[side_scores(llm, row, "says", windows, judge, progress) for row in rows])
+    silent, silent_read = zip(*[side_scores(llm, row, "silent", windows, judge, progress) for row in rows])
     nulls = control_scores(llm, rows, judge, progress)
     books = np.array([r["book"] for r in rows])
+    right = gives = None
+    if answer_tries and judge == "pick":
+        said = stated_answers(llm, rows, list(says_read), answer_tries, progress)
+        right = np.array([a is not None and lenient_by_recall(a, r["answers"]) for a, r in zip(said, rows)])
+        gives = np.array([a is not None for a in stated_answers(llm, rows, list(silent_read), answer_tries, progress)])
     by_feature = {}
     for feature in SCORES[judge]:
         s = np.array([pick_score(p, feature, c) for p, c in zip(says, nulls)])
         n = np.array([pick_score(p, feature, c) for p, c in zip(silent, nulls)])
-        by_feature[feature] = {"tau": choose_tau(s, n), "held_out_by_book": held_out(s, n, books), "s": s, "n": n}
+        by_feature[feature] = {"tau": choose_tau(s, n, right, gives), "held_out_by_book": held_out(s, n, books, right, gives),
+                               "s": s, "n": n}
     # the score whose threshold, chosen without the book, gets the most pairs right held out (ties:
     # the judge's first, the simplest for yesno and the packaged one's for the pick)
     first = SCORES[judge][0]
@@ -146,14 +206,19 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
     chosen = by_feature[feature]
     tau, s, n = chosen["tau"], chosen["s"], chosen["n"]
     report = {"backend": llm.name, "model": llm.model, "judge": judge, "pairs": len(rows), "windows": windows,
+              "fitted_for": "checked answers" if right is not None else "the judge's decision",
               "kinds": {k: sum(r["kind"] == k for r in rows) for k in sorted({r["kind"] for r in rows})},
-              "books": sorted(set(books.tolist())), "feature": feature, "tau": tau, "in_sample": pair_figures(s, n, tau),
-              "held_out_by_book": chosen["held_out_by_book"],
+              "books": sorted(set(books.tolist())), "feature": feature, "tau": tau,
+              "in_sample": pair_figures(s, n, tau, right, gives), "held_out_by_book": chosen["held_out_by_book"],
               "held_out_by_feature": {f: v["held_out_by_book"] for f, v in by_feature.items()},
               "wording_only": {"both": 0.0, "note": "the same decision on both sides of a pair gets at most one right"}}
+    if right is not None:
+        report["answer_tries"] = answer_tries
     decision = {"tau": tau, "feature": feature, "fitted_by": "pagerag calibrate --llm", "sample": Path(sample_path).name,
-                **report, "p_yes": [{"pair": r["pair"], "says": a, "silent": b, **({"null": c} if c is not None else {})}
-                                    for r, a, b, c in zip(rows, says, silent, nulls)]}
+                **report, "p_yes": [{"pair": r["pair"], "says": list(a), "silent": list(b), **({"null": c} if c is not None else {}),
+                                     **({"says_right": bool(x), "silent_gives": bool(y)} if right is not None else {})}
+                                    for r, a, b, c, x, y in zip(rows, says, silent, nulls, _all(right, books),
+                                                                _all(gives, books))]}
     return decision, report
 
 

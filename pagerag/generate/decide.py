@@ -258,10 +258,10 @@ def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -
     the score compares the excerpts' P(some sentence) (window_judge.pick_sentence) against the
     threshold `pagerag calibrate --llm` fitted for this LLM, else the packaged one (fitted for the
     local 1.5B: models/pick_decision.json). The answer: the model's short answer with the sentence
-    of the best excerpt that states it, when it checks out (`generate.pick_answer`), else the
-    sentence it named."""
+    that states it, from the first of the best `generate.answer_excerpts` excerpts where it checks
+    out (`generate.pick_answer`), else the sentence the best excerpt named."""
     from .models import pick_decision
-    from .window_judge import null_p_some, pick_answer, pick_score, pick_sentence
+    from .window_judge import first_stated_answer, null_p_some, pick_score, pick_sentence
 
     calibrated = llm_decision(pipe.llm, "pick")
     decision = calibrated or pick_decision()
@@ -281,9 +281,10 @@ def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -
     if refused:
         return refused
     mode = pipe.settings.generate.pick_answer
-    stated = pick_answer(pipe.llm, answer.question, best, cost) if mode != "off" else None
+    tries = pipe.settings.generate.answer_excerpts
+    stated = first_stated_answer(pipe.llm, answer.question, readings, cost, tries) if mode != "off" else None
     if stated is not None:
-        best.answer, best.quote = stated  # the short answer, cited with the sentence that states it
+        best, best.answer, best.quote = stated  # the short answer, cited with the sentence that states it
     elif mode == "require":
         return _refuse(answer, UNSUPPORTED, "The model's answer is not stated, in its words, by one sentence of the "
                        "excerpt it named, so it cannot be checked.")

@@ -291,6 +291,18 @@ def pick_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCos
     return (short, span) if span is not None else None
 
 
+def first_stated_answer(llm: LLM, question: str, readings: list[ExcerptReading], cost: StageCost,
+                        tries: int) -> tuple[ExcerptReading, str, tuple[int, int]] | None:
+    """(reading, short answer, its sentence's span) of the first of the `tries` best-scored
+    excerpts whose short answer checks out (pick_answer), or None. The best excerpt's answer is
+    often not what its sentence says (docs/pairs.md): the next excerpt may hold the answer."""
+    for reading in sorted(readings, key=lambda r: -r.p_yes)[:max(1, tries)]:
+        stated = pick_answer(llm, question, reading, cost)
+        if stated is not None:
+            return reading, *stated
+    return None
+
+
 def short_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCost) -> str:
     """The model's reply, asked in the pick's conversation for the answer in a few words."""
     messages = pick_messages(question, unit_texts(reading.excerpt)) + \

@@ -178,3 +178,38 @@ def test_without_pick_answer_the_named_sentence_is_the_answer(printer_repo, gate
         answer = ask(printer_repo, gate, server)
         assert not any(is_follow_up(b) for b in server.bodies)
     assert answer.answer == f"\u201c{fold_space(answer.citations[0].quote)}\u201d [1]"
+
+
+def test_the_next_best_excerpt_answers_when_the_best_ones_answer_does_not_check_out(printer_repo, gate, monkeypatch):
+    """The model is surest of a sentence in an excerpt that does not state the sum (and answers
+    NONE there), then of the one that does: with `generate.answer_excerpts = 2` the second
+    excerpt's checked answer is given, cited with its sentence; with 1 it is refused."""
+    decoy: list[str] = []
+
+    def surest_of_a_decoy(body: dict) -> dict[str, float]:
+        sentences = numbered(body)
+        if any(ANSWER in s for s in sentences.values()):
+            return names_the_sum(body)
+        if NULL_EXCERPT.split(".")[0] not in body["messages"][-1]["content"] and (not decoy or decoy[0] == fold_space(
+                " ".join(sentences.values()))):
+            decoy[:] = [fold_space(" ".join(sentences.values()))]
+            return {"1": -0.01, "0": -4.5}
+        return {"0": -0.05, "1": -3.5}
+
+    def answers_where_it_is(body: dict) -> str:
+        if is_follow_up(body):
+            return ANSWER if ANSWER in body["messages"][1]["content"] else "NONE"
+        table = surest_of_a_decoy(body)
+        return max(table, key=table.get)
+
+    answers = {}
+    for tries in (1, 2):
+        monkeypatch.setenv("PAGERAG_GENERATE__ANSWER_EXCERPTS", str(tries))
+        with LoopbackOpenAIServer(reply=answers_where_it_is, top_logprobs=surest_of_a_decoy) as server:
+            answers[tries] = ask(printer_repo, gate, server)
+            follow_ups = [b for b in server.bodies if is_follow_up(b)]
+        assert len(follow_ups) == tries and ANSWER not in follow_ups[0]["messages"][1]["content"]
+    assert max(j["p_some"] for j in answers[2].judged) > 0.98  # the decoy scored highest
+    assert answers[1].decision == "refused" and answers[1].reason == UNSUPPORTED
+    assert answers[2].decision == "answered" and answers[2].answer == f"{ANSWER} [1]"
+    assert fold_space(answers[2].citations[0].quote) == BOOK_SENTENCE

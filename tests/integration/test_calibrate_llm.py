@@ -119,24 +119,66 @@ def test_calibrate_fits_and_stores_the_judges_threshold_for_the_backend_and_mode
     assert f"tau {decision['tau']:.3f}" in done.stdout and f"{LIMIT} pairs" in done.stdout
 
 
+def pick_conversation_excerpt(body: dict) -> tuple[str, str]:
+    """(question, excerpt text) of the pick conversation a short-answer request continues."""
+    user = body["messages"][1]["content"]
+    question = fold_space(re.search(r"^Question: (.*)$", user, re.M).group(1))
+    return question, " ".join(sentence for _, sentence in NUMBERED.findall(user))
+
+
+def short_answers(right: bool):
+    """The short answer after the pick: a gold answer the excerpt holds (right=True), else NONE;
+    with right=False, words of the excerpt that are not the answer (they check out, and are wrong)."""
+    answers = gold_answers()
+
+    def reply(body: dict) -> str:
+        question, excerpt = pick_conversation_excerpt(body)
+        held = [a for a in answers.get(question, []) if a in excerpt.lower()]
+        if not right:
+            return " ".join(w for w in excerpt.split()[:3] if w.lower() not in " ".join(held)) or "NONE"
+        return held[0] if held else "NONE"
+
+    return reply
+
+
 def test_calibrate_fits_the_pick_judges_threshold_by_default(tmp_path):
+    """With the short answer required (the default), a side answers only with a short answer that
+    checks out, and the answering side counts only when that answer is right."""
     windows = load_settings(environ={}).generate.judge_windows
-    with LoopbackOpenAIServer(top_logprobs=pick_oracle()) as server:
+    with LoopbackOpenAIServer(top_logprobs=pick_oracle(), reply=short_answers(right=True)) as server:
         done = run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path,
                        judge="pick")
         bodies = list(server.bodies)
     assert done.returncode == 0, done.stderr
     path = tmp_path / "calibration" / "openai-loopback-model.pick.json"
     assert path.is_file() and str(path) in done.stdout and not (tmp_path / "calibration" / FILE).exists()
-    # one numbered-sentence call an excerpt, and one a question on the control text
-    assert len(bodies) == excerpts_asked(windows) + LIMIT
-    assert all(b.get("logprobs") and b["max_tokens"] == 1 and "sentence by sentence" in b["messages"][-1]["content"]
-               for b in bodies)
+    # one numbered-sentence call an excerpt and one a question on the control text (log-probabilities),
+    # then the short answer: at least one a side, at most answer_excerpts a side
+    picks = [b for b in bodies if b.get("logprobs")]
+    answers = [b for b in bodies if not b.get("logprobs")]
+    assert len(picks) == excerpts_asked(windows) + LIMIT
+    assert all(b["max_tokens"] == 1 and "sentence by sentence" in b["messages"][-1]["content"] for b in picks)
+    tries = load_settings(environ={}).generate.answer_excerpts
+    assert 2 * LIMIT <= len(answers) <= 2 * LIMIT * tries
+    assert all("in a few words" in b["messages"][-1]["content"] for b in answers)
     decision = json.loads(path.read_text(encoding="utf-8"))
     assert decision["judge"] == "pick" and decision["feature"] in ("null", "max", "contrast")
-    assert decision["pairs"] == LIMIT and all("null" in row for row in decision["p_yes"])
+    assert decision["fitted_for"] == "checked answers" and decision["answer_tries"] == tries
+    assert decision["pairs"] == LIMIT and all("null" in row and "says_right" in row for row in decision["p_yes"])
     figures = held_out(done.stdout)
     assert figures["both"] > 0.6 and decision["held_out_by_book"]["both"] == pytest.approx(figures["both"], abs=0.01)
+
+
+def test_a_pick_that_reads_but_answers_wrong_gets_no_pair_right(tmp_path):
+    """The same reading judge with short answers that check out but are not the answer: fitted for
+    the answers ask gives, no pair is right on both sides (fitted for the decision alone, most were)."""
+    with LoopbackOpenAIServer(top_logprobs=pick_oracle(), reply=short_answers(right=False)) as server:
+        done = run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path,
+                       judge="pick")
+    assert done.returncode == 0, done.stderr
+    decision = json.loads((tmp_path / "calibration" / "openai-loopback-model.pick.json").read_text(encoding="utf-8"))
+    assert not any(row["says_right"] for row in decision["p_yes"])
+    assert decision["held_out_by_book"]["both"] == 0.0 and held_out(done.stdout)["both"] == 0.0
 
 
 def test_a_model_that_says_yes_to_everything_gets_no_pair_right(tmp_path):
