@@ -122,21 +122,37 @@ class Repository:
         except (OSError, ValueError) as exc:  # a shard missing, unreadable or of another length
             raise RepositoryError(f"{self.path}: the BM25 shards do not match the passages ({exc})") from None
 
-    def graph(self, kind: str = "governed") -> Graph:
+    def graph(self, kind: str = "governed", relations: bool = True) -> Graph:
+        """The graph as records; relations=False leaves its relations out (relation_table reads
+        them as columns)."""
         if kind not in GRAPH_KINDS:
             raise ValueError(f"graph kind must be one of {GRAPH_KINDS}")
-        if kind not in self._graphs:
-            self._graphs[kind] = Graph(
-                entities=[Entity(**r) for r in self.store.iter_rows(f"entities_{kind}")],
-                relations=[Relation(**r) for r in self.store.iter_rows(f"relations_{kind}")],
-                communities=[Community(**r) for r in self.store.iter_rows(f"communities_{kind}")],
-            )
-        return self._graphs[kind]
+        if kind in self._graphs:
+            return self._graphs[kind]
+        graph = Graph(
+            entities=[Entity(**r) for r in self.store.iter_rows(f"entities_{kind}")],
+            relations=[Relation(**r) for r in self.store.iter_rows(f"relations_{kind}")] if relations else [],
+            communities=[Community(**r) for r in self.store.iter_rows(f"communities_{kind}")],
+        )
+        if relations:
+            self._graphs[kind] = graph
+        return graph
+
+    def relation_table(self, kind: str = "governed"):
+        """The graph's relations as columns in row order, evidence left as JSON text (what a
+        question's graph view holds: graph.relation_table)."""
+        from .graph.relation_table import COLUMNS, RelationTable
+
+        if kind not in GRAPH_KINDS:
+            raise ValueError(f"graph kind must be one of {GRAPH_KINDS}")
+        columns = self.store.columns(f"relations_{kind}", [*COLUMNS, "row"], decode=False)
+        order = sorted(range(len(columns["row"])), key=columns["row"].__getitem__)
+        return RelationTable({c: [columns[c][i] for i in order] for c in COLUMNS})
 
     def entity_vectors(self, kind: str = "governed") -> np.ndarray:
         if kind not in self._entity_vectors:
             self._entity_vectors[kind] = (
-                self.store.vectors(f"entities_{kind}") if self.graph(kind).entities
+                self.store.vectors(f"entities_{kind}") if self.store.count(f"entities_{kind}")
                 else np.zeros((0, self.passage_vectors.shape[1]), dtype=np.float32))
         return self._entity_vectors[kind]
 

@@ -22,7 +22,7 @@ class TableStore(Protocol):
     def append(self, name: str, rows: Rows, vectors: np.ndarray | None = None) -> None: ...
     def read(self, name: str) -> list[dict[str, Any]]: ...
     def iter_rows(self, name: str) -> Iterator[dict[str, Any]]: ...
-    def columns(self, name: str, names: list[str]) -> dict[str, list[Any]]: ...
+    def columns(self, name: str, names: list[str], decode: bool = True) -> dict[str, list[Any]]: ...
     def count(self, name: str) -> int: ...
     def search(self, name: str, vector: np.ndarray, k: int) -> list[tuple[int, float]]: ...
     def vectors(self, name: str) -> np.ndarray: ...
@@ -126,15 +126,16 @@ class LanceStore:
                 row.pop("row", None)
                 yield row
 
-    def columns(self, name: str, names: list[str]) -> dict[str, list[Any]]:
-        """Some columns of a table, in no particular row order: only those are read from disk (a
-        library's raw relations have a wide evidence column the caller may not need)."""
+    def columns(self, name: str, names: list[str], decode: bool = True) -> dict[str, list[Any]]:
+        """Some columns of a table, in no particular row order (ask for `row` to order them): only
+        those are read from disk (a library's raw relations have a wide evidence column the caller
+        may not need). decode=False leaves JSON columns as their JSON text."""
         table = self._db.open_table(name)
         if not table.count_rows():  # an empty table was written without its columns (nothing to type them by)
             return {key: [] for key in names}
         found = table.search().select(list(names)).limit(max(1, table.count_rows())).to_arrow()
         out = {key: found.column(key).to_pylist() for key in names}
-        for key in _JSON_COLUMNS & out.keys():  # decoded as iter_rows does
+        for key in _JSON_COLUMNS & out.keys() if decode else ():  # decoded as iter_rows does
             out[key] = _decode_all(out[key])
         return out
 

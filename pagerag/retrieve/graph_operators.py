@@ -62,7 +62,7 @@ def neighbour(query: Query) -> OperatorResult:
             info: EdgeInfo = data["info"]
             strength = link.score * edge_strength(info.weight) + (0.5 if other in linked else 0.0)
             for rid in info.relation_ids:
-                for pid in view.relation_by_id[rid].passage_ids:
+                for pid in view.relation_by_id.passage_ids(rid):
                     if pid in index and index[pid] not in query.exclude:
                         _keep_max(structure, index[pid], strength)
     rows = list(structure)
@@ -110,7 +110,7 @@ def path(query: Query) -> OperatorResult:
     for gp in chosen:
         rows_of_path: list[str] = []
         for u, v in zip(gp.nodes, gp.nodes[1:]):
-            pids = [pid for rid in visible(u, v) for pid in view.relation_by_id[rid].passage_ids]
+            pids = [pid for rid in visible(u, v) for pid in view.relation_by_id.passage_ids(rid)]
             for row, sim in best_rows(query, pids, PASSAGES_PER_EDGE):
                 score = sim + STRUCTURE_WEIGHT * gp.score
                 cand = candidates.get(row)
@@ -135,7 +135,7 @@ def visible_relations(view: GraphView, query: Query):
 
     def visible(u: str, v: str) -> list[str]:
         return [rid for rid in view.nx[u][v]["info"].relation_ids
-                if any(pid not in hidden for pid in view.relation_by_id[rid].passage_ids)]
+                if any(pid not in hidden for pid in view.relation_by_id.passage_ids(rid))]
 
     return visible
 

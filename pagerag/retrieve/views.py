@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..records import Community, Entity, Graph, Relation
+from ..graph.relation_table import RelationTable
+from ..records import Community, Entity, Graph
 from ..text.names import normalise_name
 
 
@@ -53,10 +54,10 @@ class WordBlock:
 @dataclass
 class GraphView:
     kind: str
-    graph: Graph
+    graph: Graph  # its entities and communities; its relations are in relation_by_id
     nx: Any  # networkx.Graph over entity ids; edge attribute "info" -> EdgeInfo
     entity_row: dict[str, int]
-    relation_by_id: dict[str, Relation]
+    relation_by_id: RelationTable
     name_index: dict[str, list[tuple[int, str]]]  # normalised name -> [(entity row, "name"|"alias")]
     words_by_initial: dict[str, list[str]]  # first letter -> words of names (fuzzy blocking)
     names_of_word: dict[str, list[str]]  # a word (>= 4 letters) -> normalised names containing it
@@ -79,21 +80,25 @@ class GraphView:
         return self.graph.entities[self.entity_row[entity_id]]
 
 
-def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: int, dim: int) -> GraphView:
+def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: int, dim: int,
+               relations: RelationTable | None = None) -> GraphView:
+    """The view of a graph; its relations from `relations` when given (read as columns, no
+    records made), else from graph.relations."""
     import networkx as nx
 
+    relations = RelationTable.of(graph.relations) if relations is None else relations
     entity_row = {e.entity_id: i for i, e in enumerate(graph.entities)}
     g = nx.Graph()
     g.add_nodes_from(entity_row)
-    for rel in graph.relations:
-        if rel.source not in entity_row or rel.target not in entity_row or rel.source == rel.target:
+    for source, target, weight, relation_id in relations.edges():
+        if source not in entity_row or target not in entity_row or source == target:
             continue
-        if g.has_edge(rel.source, rel.target):
-            info: EdgeInfo = g[rel.source][rel.target]["info"]
-            info.weight += float(rel.weight)
-            info.relation_ids.append(rel.relation_id)
+        if g.has_edge(source, target):
+            info: EdgeInfo = g[source][target]["info"]
+            info.weight += float(weight)
+            info.relation_ids.append(relation_id)
         else:
-            g.add_edge(rel.source, rel.target, info=EdgeInfo(float(rel.weight), [rel.relation_id]))
+            g.add_edge(source, target, info=EdgeInfo(float(weight), [relation_id]))
     name_index: dict[str, list[tuple[int, str]]] = {}
     for row, entity in enumerate(graph.entities):
         for form, how in [(entity.name, "name"), *((a, "alias") for a in entity.aliases)]:
@@ -111,8 +116,8 @@ def build_view(kind: str, graph: Graph, entity_vectors: np.ndarray, n_passages: 
     if entity_vectors.shape[0] != len(graph.entities):
         entity_vectors = np.zeros((len(graph.entities), dim), np.float32)  # a graph without name vectors
     return GraphView(
-        kind=kind, graph=graph, nx=g, entity_row=entity_row,
-        relation_by_id={r.relation_id: r for r in graph.relations},
+        kind=kind, graph=Graph(entities=graph.entities, relations=[], communities=graph.communities),
+        nx=g, entity_row=entity_row, relation_by_id=relations,
         name_index=name_index, words_by_initial=by_initial, names_of_word=names_of_word,
         specificity=_specificity(graph.entities, n_passages),
         entity_vectors=entity_vectors,
