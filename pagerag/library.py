@@ -32,7 +32,8 @@ from .errors import InputError
 from .graph.name_pairs import NAME_MEMO, load_memo
 from .records import Community, Graph, Passage, SourceDoc
 from .settings import Settings
-from .stages import DocumentParts, MemoEmbedder, StageCache, cyclic_gc_paused, digest, embed_name_vectors, run_timed
+from .memory import cyclic_gc_paused
+from .stages import DocumentParts, MemoEmbedder, StageCache, digest, embed_name_vectors, run_timed
 
 EXTRACT_DIR = "extract"
 WINDOWS_DIR = "windows"

@@ -3,12 +3,10 @@ and their sentence windows), the name embedder that remembers, and the graph sta
 build, add and remove) and by the distributed executor."""
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import pickle
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -92,23 +90,6 @@ def run_timed(timings: dict[str, float], name: str, fn: Callable[[], Any]) -> An
     value = fn()
     timings[name] = round(time.perf_counter() - t0, 3)
     return value
-
-
-@contextmanager
-def cyclic_gc_paused():
-    """No cyclic garbage collection inside: the graph stages allocate millions of small lists and
-    records that all live until the version is written, so each collection the allocations
-    trigger walks the whole library's graph again and frees nothing (the stages make no cycles).
-    On Moby Dick's graph (one-off timings, a loaded machine): reading its mention part 4.0 s with
-    it, 1.8 s without; the raw graph 6.3 and 3.1 s; governance 13.6 and 8.3 s. (update collects
-    once, after the version is written.)"""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def embed_document(passages, text: str, encoder, settings: Settings, cache: StageCache | None = None,

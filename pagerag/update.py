@@ -11,13 +11,11 @@ and old versions beyond `library.keep_versions` that no reader holds are removed
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import gzip
 import json
 import platform
 import shutil
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any, Callable
 from . import __version__
 from .errors import ConfigError, InputError, PageRAGError
 from .library import EXTRACT_DIR, SUMMARY_KEYS, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, text_stages
+from .memory import fewer_collections
 from .progress import ProgressListener, StageProgress
 from .settings import Settings
 from .stages import StageCache, digest, run_timed
@@ -47,34 +46,6 @@ class BuildReport:
 def cache_dir_for(repo: Path) -> Path:
     repo = repo.resolve()
     return repo.parent / f".{repo.name}.cache"
-
-
-_COLLECTING = {"builds": 0, "threshold": None}
-_COLLECTING_LOCK = threading.Lock()
-BUILD_GC_THRESHOLD = 100_000  # objects allocated (net) between young-generation collections; Python's: 700
-
-
-@contextlib.contextmanager
-def fewer_collections():
-    """The cyclic garbage collector's young generation collected every 100,000 allocations, not
-    700, while a build or an add runs (and back when the last one ends: a server runs them in
-    threads). The graph stages make millions of small records that live to the end; each
-    collection walked them again: an add of 50 documents into 912 took ~10% longer with
-    Python's threshold (benchmarks/library.py, docs/library.md), at the same peak RSS."""
-    import gc
-
-    with _COLLECTING_LOCK:
-        if _COLLECTING["builds"] == 0:
-            _COLLECTING["threshold"] = gc.get_threshold()
-            gc.set_threshold(BUILD_GC_THRESHOLD, *_COLLECTING["threshold"][1:])
-        _COLLECTING["builds"] += 1
-    try:
-        yield
-    finally:
-        with _COLLECTING_LOCK:
-            _COLLECTING["builds"] -= 1
-            if _COLLECTING["builds"] == 0:
-                gc.set_threshold(*_COLLECTING["threshold"])
 
 
 def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = (), remove: list[str] = (),
@@ -148,6 +119,7 @@ def prefetch_models(settings: Settings) -> None:
     encoder's inference releases the GIL). spaCy only on the ONNX and OpenVINO paths, where
     nothing else imports torch meanwhile (text.nlp). A failure in a thread is left for the build,
     which meets it again where it loads that model, and reports it."""
+    import threading
 
     from .graph.extract_nlp import nlp_pipes_disabled
     from .index.encoder import choose, prefetch_encoder

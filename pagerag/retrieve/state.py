@@ -8,7 +8,6 @@ name index used by the linker, the entity name vectors, and what the community o
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import threading
@@ -18,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import RepositoryError
+from ..memory import cyclic_gc_paused
 from .views import GraphView, build_ppr_graph, build_view, community_passage_centrality, composed_community_vectors
 from .views import EdgeInfo, WordBlock  # noqa: F401 - still importable from here
 
@@ -325,27 +325,11 @@ def _read_pickle(path: Path):
     if not path.is_file():
         return None
     try:
-        with open(path, "rb") as fh, without_gc():
+        with open(path, "rb") as fh, cyclic_gc_paused():
             return pickle.load(fh)
     except Exception:
         path.unlink(missing_ok=True)
         return None
-
-
-@contextlib.contextmanager
-def without_gc():
-    """The cyclic garbage collector paused: loading a snapshot makes millions of objects, none of
-    them garbage, and each generation-0 threshold crossed made the collector walk them again (the
-    governed view of a 1,000-document library loaded in 1.7 s with it, 0.4 s without)."""
-    import gc
-
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _write_pickle(path: Path, value: Any) -> None:
@@ -354,7 +338,7 @@ def _write_pickle(path: Path, value: Any) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as fh, without_gc():
+    with open(tmp, "wb") as fh, cyclic_gc_paused():
         pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
     tmp.replace(path)
 

@@ -1,4 +1,4 @@
-"""A build or an add runs with the young generation collected less often (update.fewer_collections),
+"""A build or an add runs with the young generation collected less often (memory.fewer_collections),
 and Python's threshold is back when the last of them ends, however it ends."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from pagerag.update import BUILD_GC_THRESHOLD, fewer_collections
+from pagerag.memory import BUILD_GC_THRESHOLD, fewer_collections
 
 
 def test_the_threshold_is_raised_while_builds_run_and_restored_after_the_last():
