@@ -213,7 +213,8 @@ def fit(args) -> None:
     every pair of the run; shipped (generate/models/pick_decision.json) with --write."""
     recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
     tau, both = best_threshold(*sides(recs, "require"))
-    write_decision("null", tau, both, recs, f"python benchmarks/pair_answer.py fit --out {Path(args.out).name}", args.write)
+    write_decision("null", tau, both, recs, f"python benchmarks/pair_answer.py fit --out {Path(args.out).name} "
+                   f"--answer-excerpts {args.answer_excerpts}", args.write)
 
 
 def main() -> None:

@@ -273,9 +273,9 @@ class GenerateSettings(_Section):
         "off = the named sentence, no extra call (docs/pairs.md)."
     )
     answer_excerpts: int = Field(
-        1, ge=1, le=20, description="With judge = pick and pick_answer on: how many of the best-scored excerpts may "
-        "give the short answer, tried in order until one checks out (one call each); the first excerpt's answer is "
-        "often not what its sentence says."
+        2, ge=1, le=20, description="With judge = pick and pick_answer on: how many of the best-scored excerpts may "
+        "give the short answer, tried in order until one checks out (one call each). On 317 training pairs held out "
+        "by book, both sides right: 1 excerpt 36.9%, 2 39.1%, 3 37.9% (docs/pairs.md)."
     )
     judge_windows: int = Field(
         4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "

@@ -150,12 +150,16 @@ def test_a_threshold_calibrated_for_the_backend_and_model_replaces_the_packaged_
 def test_with_pick_answer_prefer_a_short_answer_that_does_not_check_out_leaves_the_named_sentence(
         printer_repo, gate, short, monkeypatch):
     """NONE, a sum the book does not state, words of no sentence that states it: the answer is the
-    sentence the model named, quoted, as without the follow-up."""
+    sentence the model named, quoted, as without the follow-up (asked of each of the best
+    `generate.answer_excerpts` excerpts first)."""
+    from pagerag.settings import load_settings
+
+    tries = load_settings(environ={}).generate.answer_excerpts
     monkeypatch.setenv("PAGERAG_GENERATE__PICK_ANSWER", "prefer")
     with LoopbackOpenAIServer(reply=lambda body: says_the_number(body, short), top_logprobs=names_the_sum) as server:
         answer = ask(printer_repo, gate, server)
         asked = [b for b in server.bodies if is_follow_up(b)]
-    assert len(asked) == 1 and answer.decision == "answered"
+    assert len(asked) == tries and answer.decision == "answered"
     assert fold_space(answer.citations[0].quote) == BOOK_SENTENCE
     assert answer.answer == f"\u201c{fold_space(answer.citations[0].quote)}\u201d [1]"
 
