@@ -125,7 +125,8 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
     tries = settings.generate.answer_excerpts if judge == "pick" and settings.generate.pick_answer == "require" else 0
     rows = read_sample(CALIBRATION_SAMPLE)[:limit]
     total = calls_needed(rows, windows, judge) + (2 * len(rows) if tries else 0)
-    what = ("sentence named per excerpt" + (", then short answers" if tries else "")) if judge == "pick" else "P(yes) per excerpt"
+    what = "P(yes) per excerpt" if judge != "pick" else \
+        "sentence named per excerpt" + (", then short answers" if tries else "")
     with StageProgress(enabled=not quiet) as bars:
         with bars.stage(what, total) as advance:
             decision, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, windows, progress=lambda: advance(1),
@@ -137,7 +138,8 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
                f"excerpts a side); held out by book: answered where the book says {held['answered_where_says']:.0%}, "
                f"refused where it does not {held['refused_where_not']:.0%}, both {held['both']:.0%} (in sample "
                f"{fit['both']:.0%}; a decision from the wording alone: 0%)"
-               + ("; an answer counts when its short answer checks out and, where the book says, is right" if tries else ""))
+               + ("; an answer counts when its short answer checks out and, where the book says, is right"
+                  if tries else ""))
     if held["both"] < WEAK_JUDGE:
         from rich.console import Console
 

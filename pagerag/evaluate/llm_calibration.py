@@ -197,8 +197,8 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
     for feature in SCORES[judge]:
         s = np.array([pick_score(p, feature, c) for p, c in zip(says, nulls)])
         n = np.array([pick_score(p, feature, c) for p, c in zip(silent, nulls)])
-        by_feature[feature] = {"tau": choose_tau(s, n, right, gives), "held_out_by_book": held_out(s, n, books, right, gives),
-                               "s": s, "n": n}
+        by_feature[feature] = {"tau": choose_tau(s, n, right, gives), "s": s, "n": n,
+                               "held_out_by_book": held_out(s, n, books, right, gives)}
     # the score whose threshold, chosen without the book, gets the most pairs right held out (ties:
     # the judge's first, the simplest for yesno and the packaged one's for the pick)
     first = SCORES[judge][0]
@@ -214,11 +214,12 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
               "wording_only": {"both": 0.0, "note": "the same decision on both sides of a pair gets at most one right"}}
     if right is not None:
         report["answer_tries"] = answer_tries
+    flags = zip(_all(right, books), _all(gives, books))
+    per_pair = [{"pair": r["pair"], "says": list(a), "silent": list(b), **({"null": c} if c is not None else {}),
+                 **({"says_right": bool(x), "silent_gives": bool(y)} if right is not None else {})}
+                for r, a, b, c, (x, y) in zip(rows, says, silent, nulls, flags)]
     decision = {"tau": tau, "feature": feature, "fitted_by": "pagerag calibrate --llm", "sample": Path(sample_path).name,
-                **report, "p_yes": [{"pair": r["pair"], "says": list(a), "silent": list(b), **({"null": c} if c is not None else {}),
-                                     **({"says_right": bool(x), "silent_gives": bool(y)} if right is not None else {})}
-                                    for r, a, b, c, x, y in zip(rows, says, silent, nulls, _all(right, books),
-                                                                _all(gives, books))]}
+                **report, "p_yes": per_pair}
     return decision, report
 
 
