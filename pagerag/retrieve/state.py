@@ -18,7 +18,8 @@ import numpy as np
 
 from ..errors import RepositoryError
 from ..memory import cyclic_gc_paused
-from .views import GraphView, build_ppr_graph, build_view, community_passage_centrality, composed_community_vectors
+from .views import (GraphView, all_member_degrees, build_ppr_graph, build_view, community_passage_centrality,
+                    composed_community_vectors)
 from .views import EdgeInfo, WordBlock  # noqa: F401 - still importable from here
 
 PREBUILT_VIEW = "governed"  # the graph view the build snapshots (settings.retrieve.graph's default)
@@ -213,8 +214,12 @@ class RepoState:
         view = self.view(kind)
         if view._community_rows is None:
             with self._lock:
-                view._community_rows = community_passage_centrality(view, self.passage_index)
+                view._community_rows = community_passage_centrality(view, self.passage_index, self._degrees(kind))
         return view._community_rows
+
+    def _degrees(self, kind: str) -> list[dict[str, float]]:
+        """Each community's members' weighted degrees inside it (for its rows and its vector)."""
+        return self.memo(("member_degrees", kind), lambda: all_member_degrees(self.view(kind)))
 
     def community_vectors(self, kind: str) -> np.ndarray:
         """Per community of the view: what it is about (views.composed_community_vectors: from its
@@ -224,7 +229,8 @@ class RepoState:
         if view._community_vectors is None:
             rows = self.community_rows(kind)
             with self._lock:
-                view._community_vectors = composed_community_vectors(view, rows, self.vectors)
+                view._community_vectors = composed_community_vectors(view, rows, self.vectors, self._degrees(kind))
+                self._memo.pop(("member_degrees", kind), None)  # made for the snapshot; not kept
         return view._community_vectors
 
 

@@ -186,13 +186,21 @@ def build_ppr_graph(view, passage_index: dict[str, int], n_passages: int) -> PPR
                     [e.name for e in view.graph.entities])
 
 
-def community_passage_centrality(view: GraphView, passage_index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
+def all_member_degrees(view: GraphView) -> list[dict[str, float]]:
+    """member_degrees of every community of the view, in order (the passage centrality and the
+    composed vectors both read them: walked once)."""
+    return [member_degrees(view, community) for community in view.graph.communities]
+
+
+def community_passage_centrality(view: GraphView, passage_index: dict[str, int],
+                                 degrees: list[dict[str, float]] | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per community: (its passage rows, each row's centrality in [0, 1]) — the summed weighted
     degree, inside the community, of the members the passage mentions."""
+    degrees = all_member_degrees(view) if degrees is None else degrees
     out = []
-    for community in view.graph.communities:
+    for community, members in zip(view.graph.communities, degrees):
         weight: dict[int, float] = defaultdict(float)
-        for m, degree in member_degrees(view, community).items():
+        for m, degree in members.items():
             for pid in view.entity(m).passage_ids:
                 row = passage_index.get(pid)
                 if row is not None:
@@ -222,7 +230,7 @@ COMPOSED_PASSAGES = 12  # the central passages whose vectors stand for the summa
 
 
 def composed_community_vectors(view: GraphView, rows: list[tuple[np.ndarray, np.ndarray]],
-                               passage_vectors: np.ndarray) -> np.ndarray:
+                               passage_vectors: np.ndarray, degrees: list[dict[str, float]] | None = None) -> np.ndarray:
     """Per community, a unit vector of what it is about, made from vectors the repository already
     holds: the mean name vector of its most central members (what its title and entity list
     name) plus the mean vector of its most central passages (where its summary's sentences come
@@ -230,10 +238,10 @@ def composed_community_vectors(view: GraphView, rows: list[tuple[np.ndarray, np.
     library's add ~10 s at 1,000 documents (~1,400 summaries re-made per add, docs/library.md);
     evidence recall on the training books' questions was the same either way (and with random
     vectors or none: benchmarks/community_vectors.py)."""
+    degrees = all_member_degrees(view) if degrees is None else degrees
     out = np.zeros((len(view.graph.communities), passage_vectors.shape[1]), np.float32)
-    for i, community in enumerate(view.graph.communities):
-        degrees = member_degrees(view, community)
-        central = sorted(degrees, key=lambda m: (-degrees[m], -view.entity(m).mentions, m))[:COMPOSED_NAMES]
+    for i, members in enumerate(degrees):
+        central = sorted(members, key=lambda m: (-members[m], -view.entity(m).mentions, m))[:COMPOSED_NAMES]
         passage_rows, centrality = rows[i]
         top = passage_rows[np.argsort(-centrality, kind="stable")[:COMPOSED_PASSAGES]]
         names = _unit_mean(view.entity_vectors[[view.entity_row[m] for m in central]])
