@@ -210,18 +210,32 @@ def disk_mb(path: Path) -> float:
     return total / 1e6
 
 
+TEXT_STAGES = ("load", "chunk", "embed", "extract")  # per document, spread over the executor's workers
+
+
+def driver_share(r: dict) -> float:
+    """An add's seconds less its text stages': what the driver does over the library (issue 30's
+    growth measure, from the 2nd add to the last)."""
+    return r["seconds"] - sum(r["stage_seconds"].get(k, 0) for k in TEXT_STAGES)
+
+
 def print_table(rows: list[dict]) -> None:
     print("| step | books | words | passages | add s/100k words | peak RSS MB | disk MB | warm p50 / p95 ms | "
           "cold s | recall (all) | recall (first book) | own book in evidence | ANN r@10 | warm p50 / p95 ms, exact search |"
-          " add s | driver s |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          " add s | driver s | driver share s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        driver = f" {r['seconds']:.0f} | {r['driver_s']:.1f} |" if "driver_s" in r else " | |"
+        driver = f" {r['seconds']:.0f} | {r['driver_s']:.1f} | {driver_share(r):.1f} |" if "driver_s" in r else " | | |"
         ann = f"{r['ann_recall10']:.3f}" if r.get("ann_recall10") is not None else "exact"
         memory = f"{r['p50_memory_ms']:.0f} / {r['p95_memory_ms']:.0f}" if "p50_memory_ms" in r else ""
         print(f"| {r['step']} | {r['books']} | {r['words']:,} | {r['passages']:,} | {r['s_per_100k']:.1f} | "
               f"{r['peak_rss_mb']:.0f} | {r['disk_mb']:.0f} | {r['p50_ms']:.0f} / {r['p95_ms']:.0f} | {r['cold_s']:.2f} | "
               f"{r['recall_all']:.3f} | {r['recall_first']:.3f} | {r['own_book']:.2f} | {ann} | {memory} |" + driver)
+    timed = [r for r in rows if "driver_s" in r and "stage_seconds" in r]
+    if len(timed) > 2:
+        second, last = timed[1], timed[-1]
+        print(f"\ndriver share (add - text stages): {driver_share(second):.1f} s at add {second['step']} -> "
+              f"{driver_share(last):.1f} s at add {last['step']} ({driver_share(last) / driver_share(second):.1f}x)")
 
 
 def main() -> None:

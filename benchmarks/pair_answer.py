@@ -70,27 +70,40 @@ def run(args) -> None:
     append_records(Path(args.out), read_sample(Path(args.sample))[: args.limit], read)
 
 
-def side_score(side: dict, null: float) -> float:
-    from pagerag.generate.window_judge import pick_score
+def tried(side: dict, tries: int) -> list[tuple[int, str]]:
+    """(excerpt index, short answer) in the order asked, the first `tries` of them (`more`'s
+    records hold several; a `run`'s the best excerpt's only)."""
+    return [tuple(t) for t in (side.get("tries") or [[side["best"], side["short"]]])[:tries]]
 
-    return pick_score(side["p_some"], "null", null)
 
-
-def answer_of(side: dict, kind: str, question: str) -> str:
-    """The answer shown by pick_answer mode `kind`; "" refuses. The short answer checks out as the
-    ask path checks it (window_judge.stating_sentence) on the excerpt it was asked of (`excerpts`,
-    set by `with_excerpts`); with `more`'s tries, the first short answer that checks out, in the
-    order the excerpts were tried (best P(some sentence) first)."""
+def answering(side: dict, question: str, tries: int) -> tuple[int, str] | None:
+    """(excerpt index, short answer) of the first tried excerpt whose short answer checks out as
+    the ask path checks it (window_judge.stating_sentence), or None."""
     from pagerag.generate.window_judge import stating_sentence
 
-    tries = side.get("tries") or [[side["best"], side["short"]]]
-    for at, short in tries[:ANSWER_EXCERPTS]:
-        if kind != "off" and stating_sentence(short, question, side["excerpts"][at]) is not None:
-            return short
+    for at, short in tried(side, tries):
+        if stating_sentence(short, question, side["excerpts"][at]) is not None:
+            return at, short
+    return None
+
+
+def side_score(side: dict, null: float, question: str = "", tries: int = 1, score_by: str = "best") -> float:
+    """The pick's null-relative score of the side: its best excerpt's P(some sentence), or with
+    score_by="answering" that of the excerpt whose short answer checks out (the best's if none)."""
+    from pagerag.generate.window_judge import pick_score
+
+    found = answering(side, question, tries) if score_by == "answering" else None
+    return pick_score([side["p_some"][found[0]]] if found else side["p_some"], "null", null)
+
+
+def answer_of(side: dict, kind: str, question: str, tries: int = 1) -> str:
+    """The answer shown by pick_answer mode `kind`; "" refuses: the first of the `tries` short
+    answers that checks out (excerpts set by `with_excerpts`), else the named sentence (off,
+    prefer) or nothing (require)."""
+    found = answering(side, question, tries) if kind != "off" else None
+    if found:
+        return found[1]
     return side["picked"] if kind in ("off", "prefer") else ""
-
-
-ANSWER_EXCERPTS = 1  # how many of the best excerpts may give the short answer (report/fit --answer-excerpts)
 
 
 def more(args) -> None:
@@ -113,7 +126,7 @@ def more(args) -> None:
             for name in ("says", "silent"):
                 side = r[name]
                 side["tries"] = tries = [[side["best"], side["short"]]]
-                order = [int(k) for k in np.argsort(side["p_some"])[::-1]]
+                order = sorted(range(len(side["p_some"])), key=lambda k: -side["p_some"][k])  # as first_stated_answer
                 for at in order[1:args.answer_excerpts]:
                     if stating_sentence(tries[-1][1], r["question"], side["excerpts"][tries[-1][0]]) is not None:
                         break
@@ -125,22 +138,22 @@ def more(args) -> None:
             print(f"{i}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
 
 
-def sides(recs: list[dict], kind: str) -> tuple[np.ndarray, ...]:
+def sides(recs: list[dict], kind: str, tries: int = 1, score_by: str = "best") -> tuple[np.ndarray, ...]:
     """Per pair: the says and silent sides' scores, whether the says side's answer (pick_answer
     mode `kind`) is right, and whether the silent side has an answer to give."""
     from pagerag.evaluate.scoring import lenient_by_recall
 
-    says = np.array([side_score(r["says"], r["null"]) for r in recs])
-    silent = np.array([side_score(r["silent"], r["null"]) for r in recs])
-    says_ans = [answer_of(r["says"], kind, r["question"]) for r in recs]
+    says = np.array([side_score(r["says"], r["null"], r["question"], tries, score_by) for r in recs])
+    silent = np.array([side_score(r["silent"], r["null"], r["question"], tries, score_by) for r in recs])
+    says_ans = [answer_of(r["says"], kind, r["question"], tries) for r in recs]
     right = np.array([bool(a) and lenient_by_recall(a, r["answers"]) for a, r in zip(says_ans, recs)])
-    silent_gives = np.array([bool(answer_of(r["silent"], kind, r["question"])) for r in recs])
+    silent_gives = np.array([bool(answer_of(r["silent"], kind, r["question"], tries)) for r in recs])
     return says, silent, right, silent_gives
 
 
-def figures(recs: list[dict], kind: str, tau: float | None = None) -> dict:
-    says, silent, right, silent_gives = sides(recs, kind)
-    says_ans_given = [bool(answer_of(r["says"], kind, r["question"])) for r in recs]
+def figures(recs: list[dict], kind: str, tau: float | None = None, tries: int = 1, score_by: str = "best") -> dict:
+    says, silent, right, silent_gives = sides(recs, kind, tries, score_by)
+    says_ans_given = [bool(answer_of(r["says"], kind, r["question"], tries)) for r in recs]
     books = np.array([r["book"] for r in recs])
     answered, refused = held_out_sides(says, silent, books, right, silent_gives, tau)
     return {"right": answered.mean(), "refused": refused.mean(), "both": (answered & refused).mean(),
@@ -148,15 +161,15 @@ def figures(recs: list[dict], kind: str, tau: float | None = None) -> dict:
             "checked_silent": silent_gives.mean()}
 
 
-def answers_given(recs: list[dict], kind: str, tau: float) -> tuple[int, int, int]:
+def answers_given(recs: list[dict], kind: str, tau: float, tries: int = 1, score_by: str = "best") -> tuple[int, int, int]:
     """(answers given on either side, right ones, given where the book is silent) at threshold tau."""
     from pagerag.evaluate.scoring import lenient_by_recall
 
     given = right = silent = 0
     for r in recs:
         for side in ("says", "silent"):
-            answer = answer_of(r[side], kind, r["question"])
-            if answer and side_score(r[side], r["null"]) >= tau:
+            answer = answer_of(r[side], kind, r["question"], tries)
+            if answer and side_score(r[side], r["null"], r["question"], tries, score_by) >= tau:
                 given += 1
                 right += side == "says" and lenient_by_recall(answer, r["answers"])
                 silent += side == "silent"
@@ -190,20 +203,20 @@ def report(args) -> None:
     packaged = float(pick_decision()["tau"])
     for tau, title in ((None, "held out by book"), (packaged, f"at the packaged threshold (null, tau {packaged:.3f})")):
         for kind, name in names.items():
-            f = figures(recs, kind, tau)
+            f = figures(recs, kind, tau, args.answer_excerpts, args.score_by)
             print(f"| {name}, {title} | {100 * f['right']:.1f} | {100 * f['refused']:.1f} | **{100 * f['both']:.1f}** | "
                   f"{100 * f['answer_right_on_says']:.0f}% | {100 * f['checked_says']:.0f}% / {100 * f['checked_silent']:.0f}% |")
     print(f"\nAt the packaged threshold, over both sides of the {len(recs)} pairs:")
     print("| answer | answers given | right | share right | given where the book is silent |")
     print("|---|---:|---:|---:|---:|")
     for kind, name in names.items():
-        given, right, silent = answers_given(recs, kind, packaged)
+        given, right, silent = answers_given(recs, kind, packaged, args.answer_excerpts, args.score_by)
         print(f"| {name} | {given} | {right} | {100 * right / max(1, given):.0f}% | {silent} |")
     if args.show:
         for r in recs:
             print(r["pair"], "|", r["question"], "| gold:", r["answers"][:2])
             for s in ("says", "silent"):
-                print(f"   {s}: short={r[s]['short']!r} given={answer_of(r[s], 'require', r['question'])!r} "
+                print(f"   {s}: short={r[s]['short']!r} given={answer_of(r[s], 'require', r['question'], args.answer_excerpts)!r} "
                       f"picked={r[s]['picked'][:80]!r}")
 
 
@@ -212,9 +225,29 @@ def fit(args) -> None:
     answer when it checks out, else none): the tau with the most pairs right on both sides, on
     every pair of the run; shipped (generate/models/pick_decision.json) with --write."""
     recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
-    tau, both = best_threshold(*sides(recs, "require"))
+    tau, both = best_threshold(*sides(recs, "require", args.answer_excerpts))
     write_decision("null", tau, both, recs, f"python benchmarks/pair_answer.py fit --out {Path(args.out).name} "
                    f"--answer-excerpts {args.answer_excerpts}", args.write)
+
+
+def where(args) -> None:
+    """On the answering sides without a right checked answer (at --answer-excerpts): how many
+    hold a gold answer string in their best excerpt, in the second best, in any of them."""
+    from pagerag.evaluate.scoring import lenient_by_recall
+
+    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    wrong = best = second = anywhere = 0
+    for r in recs:
+        side = r["says"]
+        answer = answer_of(side, "require", r["question"], args.answer_excerpts)
+        if answer and lenient_by_recall(answer, r["answers"]):
+            continue
+        order = sorted(range(len(side["p_some"])), key=lambda k: -side["p_some"][k])
+        holds = [any(g.lower() in e.text.lower() for g in r["answers"]) for e in side["excerpts"][:len(order)]]
+        wrong, best, anywhere = wrong + 1, best + holds[order[0]], anywhere + any(holds)
+        second += len(order) > 1 and holds[order[1]]
+    print(f"{len(recs)} pairs; answering sides without a right checked answer: {wrong}; a gold answer string in the "
+          f"best excerpt {best}, in the second best {second}, in any {anywhere}")
 
 
 def main() -> None:
@@ -238,12 +271,15 @@ def main() -> None:
     m.add_argument("--out", required=True, help="a run's records")
     m.add_argument("--to", required=True, help="the records with each side's tries")
     m.add_argument("--sample", default=str(SAMPLE))
-    for q in (p, f, m):
+    w = sub.add_parser("where", help="where the gold answer is, on the answering sides without a right checked answer")
+    w.add_argument("--out", required=True)
+    w.add_argument("--sample", default=str(SAMPLE))
+    for q in (p, f, m, w):
         q.add_argument("--answer-excerpts", type=int, default=1, help="how many of the best excerpts may give the short answer")
+    p.add_argument("--score-by", choices=("best", "answering"), default="best",
+                   help="a side's score: its best excerpt's, or the excerpt's whose short answer checks out")
     args = ap.parse_args()
-    global ANSWER_EXCERPTS
-    ANSWER_EXCERPTS = getattr(args, "answer_excerpts", 1)
-    {"run": run, "report": report, "fit": fit, "more": more}[args.cmd](args)
+    {"run": run, "report": report, "fit": fit, "more": more, "where": where}[args.cmd](args)
 
 
 if __name__ == "__main__":
