@@ -287,7 +287,7 @@ def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -
         best, best.answer, best.quote = stated  # the short answer, cited with the sentence that states it
     elif mode == "require":
         return _refuse(answer, UNSUPPORTED, "The model's answer is not stated, in its words, by one sentence of the "
-                       "excerpt it named, so it cannot be checked.")
+                       "excerpts it was asked of, so it cannot be checked.")
     elif best.quote is None:
         return _refuse(answer, UNSUPPORTED, "The sentence the model named does not bear on the question, so it cannot "
                        "be the answer.")

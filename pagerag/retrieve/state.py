@@ -187,16 +187,19 @@ class RepoState:
 
     def _load_view(self, kind: str) -> GraphView:
         try:
-            graph = self.repo.graph(kind, relations=False)
-            relations = self.repo.relation_table(kind)
+            # the raw graph's communities are made when first read, from its relations as records;
+            # every other view reads its relations as columns only
+            store = self.repo.store
+            summarise = not store.count(f"communities_{kind}") and store.count(f"relations_{kind}") > 0
+            graph = self.repo.graph(kind, relations=summarise)
+            relations = None if summarise else self.repo.relation_table(kind)
             vectors = np.ascontiguousarray(self.repo.entity_vectors(kind), dtype=np.float32)
         except Exception as exc:
             raise RepositoryError(f"{self.path}: the {kind} graph is unreadable ({_short(exc)}); rebuild it") from None
-        if not graph.communities and len(relations):  # the raw graph's: made when first read
+        if summarise:
             from ..graph.summaries import summarised_communities
 
-            graph.communities = summarised_communities(self.repo.graph(kind), self.passages,
-                                                       self.repo.community_settings())
+            graph.communities = summarised_communities(graph, self.passages, self.repo.community_settings())
         return build_view(kind, graph, vectors, n_passages=len(self.passages), dim=self.vectors.shape[1],
                           relations=relations)
 
