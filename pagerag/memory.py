@@ -14,8 +14,9 @@ def cyclic_gc_paused():
     trigger walks the whole library's graph again and frees nothing (the stages make no cycles).
     On Moby Dick's graph (one-off timings, a loaded machine): reading its mention part 4.0 s with
     it, 1.8 s without; the raw graph 6.3 and 3.1 s; governance 13.6 and 8.3 s (update collects
-    once, after the version is written). Loading a query snapshot likewise: the governed view of
-    a 1,000-document library in 1.7 s with it, 0.4 s without."""
+    once, after the version is written). Loading a query snapshot likewise: the governed view's
+    pickle of a 1,000-document library in 1.45 s with it, 0.32 s without
+    (benchmarks/snapshot_cost.py)."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -1,9 +1,11 @@
 """A graph's relations by id, held as columns: what a question's graph view keeps of them.
 
-At 1,000 documents a governed graph has ~110k relations. As records they were half the time of
-pickling the view into the query snapshot (every add writes one) and most of the time of loading
-it (every cold question reads one). As columns the snapshot holds a few lists, the evidence spans
-stay the JSON text they are stored as, and a `Relation` is made only when an operator reads one.
+At 1,000 documents a governed graph has ~110k relations. Held as records they made the query
+snapshot (every add writes one, every cold question reads one) slow to write and to load: the
+state and its governed view loaded in 2.41 s, 0.83 s with the relations as columns and the
+collector paused (benchmarks/snapshot_cost.py). As columns the snapshot holds a few lists, the
+evidence spans stay the JSON text they are stored as, and a `Relation` is made only when an
+operator reads one.
 """
 from __future__ import annotations
 
