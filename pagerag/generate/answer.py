@@ -86,6 +86,12 @@ def content_stems(text: str) -> set[str]:
     return set(_content_words(text))
 
 
+def stems_besides_numbers(text: str) -> set[str]:
+    """content_stems of the text with its numbers left out, digits and number words alike: those
+    are compared by value (numbers_in), so "1400 pounds" is stated by "fourteen hundred pounds"."""
+    return content_stems(_NUMBER_SPAN.sub(lambda m: m[0] if m[0].lower() in _NOT_ALONE else " ", text))
+
+
 def _answers_the_question(excerpt: str, answer: str, question: str, threshold: float) -> bool:
     """Some sentence of `excerpt` shares a content word with the question and holds at least
     `threshold` of the answer's own (not the question's) content words."""
@@ -123,6 +129,13 @@ _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve t
           "seventeen eighteen nineteen").split()
 _TENS = dict(zip("twenty thirty forty fifty sixty seventy eighty ninety".split(), range(20, 100, 10)))
 _NUMBER_VALUES = {w: i for i, w in enumerate(_UNITS)} | _TENS | {"hundred": 100, "thousand": 1000, "million": 10**6}
+_ORDINALS = dict(zip(("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+                      "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth").split(), range(1, 20))) | \
+    dict(zip("twentieth thirtieth fortieth fiftieth sixtieth seventieth eightieth ninetieth".split(), range(20, 100, 10)))
+_NOT_ALONE = {"one", "first", "second"}  # alone, more often "the old one", "first name" or "a second" than a number
+_NUMBER_WORD = "|".join(sorted([*_NUMBER_VALUES, *_ORDINALS], key=len, reverse=True))
+_NUMBER_SPAN = re.compile(rf"(?<![\w\u00c0-\u024f])(?:\d[\d,.]*(?:st|nd|rd|th|s)?|(?:{_NUMBER_WORD})(?:-(?:{_NUMBER_WORD}))*)"
+                          rf"(?![\w\u00c0-\u024f])", re.I)
 _NUMBER_TOKEN = re.compile(r"\d[\d,]*(?:\.\d+)?|[A-Za-z]+(?:-[A-Za-z]+)?")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)[\"'\u201c\u2018(]*$")
 
@@ -130,8 +143,9 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)[\"'\u201c\u2018(]*$")
 def numbers_in(text: str) -> list[str]:
     """The numbers a text states, as canonical strings: digits ("1,200" -> "1200") and number
     words ("fifteen" -> "15", "twenty-five" / "twenty five" -> "25", "fourteen hundred" -> "1400",
-    "three hundred and twenty" -> "320", "forty-two thousand" -> "42000"). "One" alone is left
-    out: it is more often a pronoun ("the old one") than a count."""
+    "three hundred and twenty" -> "320", "forty-two thousand" -> "42000") and ordinals ("the
+    twenty-first" / "twenty first" -> "21", "fourth" -> "4"). "One", "first" and "second" alone are
+    left out: more often a pronoun, a first name or a moment than a count or a date."""
     out: list[str] = []
     for clause in _CLAUSE_BREAK.split(text):  # "twenty; seven" is two numbers
         tokens = [t.lower() for t in _NUMBER_TOKEN.findall(clause)]
@@ -142,7 +156,7 @@ def numbers_in(text: str) -> list[str]:
                 i += 1
                 continue
             value, after = _spelt_number(tokens, i)
-            if value is not None and tokens[i:after] != ["one"]:
+            if value is not None and not (after == i + 1 and tokens[i] in _NOT_ALONE):
                 out.append(str(value))
             i = max(after, i + 1)
     return out
@@ -159,6 +173,8 @@ def _spelt_number(tokens: list[str], i: int) -> tuple[int | None, int]:
     word or hyphened pair ("forty-two"), a unit after a tens word, then each multiplier with the
     smaller number after it ("and" allowed between)."""
     parts = tokens[i].split("-") if i < len(tokens) else []
+    if parts and parts[-1] in _ORDINALS and all(p in _TENS for p in parts[:-1]):  # an ordinal ends the number
+        return sum(_NUMBER_VALUES[p] for p in parts[:-1]) + _ORDINALS[parts[-1]], i + 1
     if not parts or not all(p in _NUMBER_VALUES for p in parts):
         return None, i
     value, i = sum(_NUMBER_VALUES[p] for p in parts), i + 1
@@ -166,6 +182,8 @@ def _spelt_number(tokens: list[str], i: int) -> tuple[int | None, int]:
         return _and_the_rest(tokens, i, value, value)
     if tokens[i - 1] in _TENS and i < len(tokens) and tokens[i] in _UNITS[1:10]:
         value, i = value + _NUMBER_VALUES[tokens[i]], i + 1
+    elif tokens[i - 1] in _TENS and i < len(tokens) and _ORDINALS.get(tokens[i], 10) < 10:  # "twenty first"
+        return value + _ORDINALS[tokens[i]], i + 1
     while i < len(tokens) and tokens[i] in _MULTIPLIERS and value < _MULTIPLIERS[tokens[i]]:
         multiplier = _MULTIPLIERS[tokens[i]]
         value, i = _and_the_rest(tokens, i + 1, value * multiplier, multiplier)

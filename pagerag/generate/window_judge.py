@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from ..llm import LLM, Messages, charged, choice_probabilities, render_prompt
 from ..records import Excerpt, StageCost
 from ..text.sentences import split_sentences
-from .answer import _defuse, content_stems, numbers_in
+from .answer import _defuse, content_stems, numbers_in, stems_besides_numbers
 from .context import fold_space, make_excerpt
 
 JUDGE_FEATURE = "judge_max_logit"  # the decision model's input: the best excerpt's P(yes), as a logit
@@ -315,7 +315,7 @@ def stating_sentence(short: str, question: str, excerpt: Excerpt) -> tuple[int, 
     """The source span of the excerpt's sentence that states the short answer: the one holding
     most of its content words, if it holds all of them and every number it gives, and is about
     the question; None for NONE, an answer of the question's own words, or one no sentence holds."""
-    said, numbers = content_stems(short), set(numbers_in(short))  # numbers by value: "7" is "seven"
+    said, numbers = stems_besides_numbers(short), set(numbers_in(short))  # numbers by value: "7" is "seven"
     new = (said - content_stems(question)) | (numbers - set(numbers_in(question)))
     if not new or "none" in short.lower().split():
         return None

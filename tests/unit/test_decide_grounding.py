@@ -40,6 +40,9 @@ def test_numbers_and_names_are_read_as_written():
     assert numbers_in("fourteen hundred pounds, a hundred and forty men, three hundred and twenty guineas, "
                       "forty-two thousand dollars, two thousand three hundred and five") == ["1400", "140", "320", "42000", "2305"]
     assert numbers_in("five, ten, twenty; seven and twenty; one hundred; the old one") == ["5", "10", "20", "7", "20", "100"]
+    # ordinals are numbers too, but "first" and "second" alone are not ("first name", "a second")
+    assert numbers_in("the twenty-first of June, twenty first, the fourth day, his first name, a second later") == \
+        ["21", "21", "4"]
     assert names_in("He met Captain Ahab in Nantucket. Nothing came of it.") == ["Captain Ahab", "Nantucket"]
 
 

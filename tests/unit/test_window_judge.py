@@ -129,6 +129,11 @@ def test_a_short_answer_is_stated_by_the_one_sentence_that_holds_its_words_and_n
     assert stating_sentence("seven lamps", question, excerpt()) == steps
     assert stating_sentence("7 lamps", question, excerpt()) == steps  # a number written as the book does not
     assert stating_sentence("nine lamps", question, excerpt()) is None  # a number no sentence gives
+    # digits against number words both ways: the numbers compared by value, not as words
+    assert stating_sentence("112 steps", "How many steps did he climb?", excerpt()) == sentence("Every evening", "seven lamps.")
+    assert stating_sentence("40 winters", "How long did Tobias keep the lighthouse?", excerpt()) == \
+        sentence("Old Tobias", "forty winters.")
+    assert stating_sentence("50 winters", "How long did Tobias keep the lighthouse?", excerpt()) is None
     assert stating_sentence("seven silver lamps", question, excerpt()) is None  # words no one sentence holds
     assert stating_sentence("NONE", question, excerpt()) is None
     assert stating_sentence("Tobias", question, excerpt()) is None  # the question's own words state nothing
