@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from pair_pick import append_records, best_threshold, write_decision  # noqa: E402  (the pick's run loop, decision and its file)
+from pair_pick import append_records, write_decision  # noqa: E402  (the pick's run loop, decision and its file)
 from pagerag.evaluate.llm_calibration import held_out_sides  # noqa: E402
 
 SAMPLE = ROOT / "pagerag" / "generate" / "models" / "calibration_pairs.jsonl.gz"
@@ -138,6 +138,38 @@ def more(args) -> None:
             print(f"{i}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
 
 
+def confirm(args) -> None:
+    """Each tried short answer that checks out read again (window_judge.confirm_p_yes: do its
+    sentence and the one before it say it answers the question?); records written to --to with
+    each side's `confirm`, one P(yes) per try (None where the answer did not check out)."""
+    from pagerag.generate.window_judge import confirm_p_yes, stating_sentence
+    from pagerag.llm.registry import get_llm
+    from pagerag.records import StageCost
+    from pagerag.settings import load_settings
+
+    llm = get_llm(load_settings().llm)
+    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    done = {json.loads(l)["pair"] for l in Path(args.to).read_text().splitlines()} if Path(args.to).exists() else set()
+    with open(args.to, "a") as fh:
+        for i, r in enumerate(recs, 1):
+            if r["pair"] in done:
+                continue
+            started = time.perf_counter()
+            for name in ("says", "silent"):
+                side = r[name]
+                before = side.get("confirm") or []  # a run's values kept: only the missing ones are asked
+                side["confirm"] = []
+                for i, (at, short) in enumerate(tried(side, args.answer_excerpts)):
+                    span = stating_sentence(short, r["question"], side["excerpts"][at])
+                    known = before[i] if i < len(before) else None
+                    side["confirm"].append(None if span is None else known if known is not None else
+                                           confirm_p_yes(llm, r["question"], short, side["excerpts"][at], span, StageCost()))
+                del side["excerpts"]
+            fh.write(json.dumps(r) + "\n")
+            fh.flush()
+            print(f"{i}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
+
+
 def sides(recs: list[dict], kind: str, tries: int = 1, score_by: str = "best") -> tuple[np.ndarray, ...]:
     """Per pair: the says and silent sides' scores, whether the says side's answer (pick_answer
     mode `kind`) is right, and whether the silent side has an answer to give."""
@@ -149,6 +181,43 @@ def sides(recs: list[dict], kind: str, tries: int = 1, score_by: str = "best") -
     right = np.array([bool(a) and lenient_by_recall(a, r["answers"]) for a, r in zip(says_ans, recs)])
     silent_gives = np.array([bool(answer_of(r["silent"], kind, r["question"], tries)) for r in recs])
     return says, silent, right, silent_gives
+
+
+def checked_lists(recs: list[dict], tries: int) -> tuple[list, list]:
+    """Per pair, each side's short answers that check out among its first `tries`, with their
+    second reading's P(yes) (`confirm`'s records; None without them): what
+    llm_calibration.confirm_variants takes, as `pagerag calibrate --llm` computes it."""
+    from pagerag.generate.window_judge import stating_sentence
+
+    def checked(side: dict, question: str) -> list[tuple[str, float | None]]:
+        readings = side.get("confirm") or [None] * len(tried(side, tries))
+        return [(short, p) for (at, short), p in zip(tried(side, tries), readings)
+                if stating_sentence(short, question, side["excerpts"][at]) is not None]
+
+    return [checked(r["says"], r["question"]) for r in recs], [checked(r["silent"], r["question"]) for r in recs]
+
+
+def confirmed(args) -> None:
+    """Both sides right held out by book when an answer must also pass its second reading: each
+    confirm threshold of the calibration's grid (tau chosen on the other books), and both chosen
+    on the other books (nested: llm_calibration.held_out_confirmed, as `pagerag calibrate --llm`
+    reports it)."""
+    from pagerag.evaluate.llm_calibration import CONFIRM_GRID, confirm_variants, held_out_confirmed
+
+    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    books = np.array([r["book"] for r in recs])
+    says, silent = sides(recs, "require", args.answer_excerpts)[:2]
+    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts), [r["answers"] for r in recs])
+    print(f"{len(recs)} pairs, {len(set(books))} books, {args.answer_excerpts} answer excerpts")
+    print("| confirm threshold | right where the book says | refused where it does not | **both** |")
+    print("|---|---:|---:|---:|")
+    for c in CONFIRM_GRID:
+        answered, refused = held_out_sides(says, silent, books, *variants[c])
+        print(f"| {c if c is not None else 'none (no second reading)'} | {100 * answered.mean():.1f} | "
+              f"{100 * refused.mean():.1f} | **{100 * (answered & refused).mean():.1f}** |")
+    nested = held_out_confirmed(says, silent, books, variants)
+    print(f"| chosen with tau on the other books (nested) | {100 * nested['answered_where_says']:.1f} | "
+          f"{100 * nested['refused_where_not']:.1f} | **{100 * nested['both']:.1f}** |")
 
 
 def figures(recs: list[dict], kind: str, tau: float | None = None, tries: int = 1, score_by: str = "best") -> dict:
@@ -222,12 +291,19 @@ def report(args) -> None:
 
 def fit(args) -> None:
     """The pick's threshold for the answers `generate.pick_answer = require` gives (the short
-    answer when it checks out, else none): the tau with the most pairs right on both sides, on
-    every pair of the run; shipped (generate/models/pick_decision.json) with --write."""
+    answer when it checks out, else none) and, on `confirm`'s records, the threshold its second
+    reading must reach: those with the most pairs right on both sides, on every pair of the run
+    (llm_calibration.choose_confirmed, as `pagerag calibrate --llm`); shipped
+    (generate/models/pick_decision.json) with --write."""
+    from pagerag.evaluate.llm_calibration import CONFIRM_GRID, choose_confirmed, confirm_variants
+
     recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
-    tau, both = best_threshold(*sides(recs, "require", args.answer_excerpts))
+    says, silent = sides(recs, "require", args.answer_excerpts)[:2]
+    grid = CONFIRM_GRID if all("confirm" in r["says"] for r in recs) else (None,)
+    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts), [r["answers"] for r in recs], grid)
+    confirm_at, tau, both = choose_confirmed(says, silent, variants)
     write_decision("null", tau, both, recs, f"python benchmarks/pair_answer.py fit --out {Path(args.out).name} "
-                   f"--answer-excerpts {args.answer_excerpts}", args.write)
+                   f"--answer-excerpts {args.answer_excerpts}", args.write, confirm_at)
 
 
 def where(args) -> None:
@@ -271,15 +347,22 @@ def main() -> None:
     m.add_argument("--out", required=True, help="a run's records")
     m.add_argument("--to", required=True, help="the records with each side's tries")
     m.add_argument("--sample", default=str(SAMPLE))
+    c = sub.add_parser("confirm", help="each checked short answer read again: does its sentence say it answers the question?")
+    c.add_argument("--out", required=True, help="a run's records (with tries)")
+    c.add_argument("--to", required=True, help="the records with each side's confirm P(yes)")
+    c.add_argument("--sample", default=str(SAMPLE))
+    cf = sub.add_parser("confirmed", help="held-out figures with the second reading's threshold (nested)")
+    cf.add_argument("--out", required=True, help="`confirm`'s records")
+    cf.add_argument("--sample", default=str(SAMPLE))
     w = sub.add_parser("where", help="where the gold answer is, on the answering sides without a right checked answer")
     w.add_argument("--out", required=True)
     w.add_argument("--sample", default=str(SAMPLE))
-    for q in (p, f, m, w):
+    for q in (p, f, m, w, c, cf):
         q.add_argument("--answer-excerpts", type=int, default=1, help="how many of the best excerpts may give the short answer")
     p.add_argument("--score-by", choices=("best", "answering"), default="best",
                    help="a side's score: its best excerpt's, or the excerpt's whose short answer checks out")
     args = ap.parse_args()
-    {"run": run, "report": report, "fit": fit, "more": more, "where": where}[args.cmd](args)
+    {"run": run, "report": report, "fit": fit, "more": more, "where": where, "confirm": confirm, "confirmed": confirmed}[args.cmd](args)
 
 
 if __name__ == "__main__":

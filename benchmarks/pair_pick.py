@@ -265,9 +265,11 @@ def fit(args) -> None:
                    f"--how {args.how}", args.write)
 
 
-def write_decision(how: str, tau: float, both: float, recs: list[dict], command: str, write: bool) -> None:
+def write_decision(how: str, tau: float, both: float, recs: list[dict], command: str, write: bool,
+                   confirm_at: float | None = None) -> None:
     """Print the pick's decision fitted on `recs`; with `write`, ship it (generate/models/pick_decision.json)."""
-    decision = {"feature": how, "tau": round(tau, 4), "pairs": len(recs),
+    decision = {"feature": how, "tau": round(tau, 4), **({"confirm_at": confirm_at} if confirm_at is not None else {}),
+                "pairs": len(recs),
                 "books": sorted({r["book"] for r in recs}), "both_right_in_sample": round(float(both), 4),
                 "fitted_with": "Qwen2.5-Coder-1.5B-Instruct (../shared/tools/local-llm), 4 excerpts a side",
                 "command": f"{command} --write"}

@@ -130,7 +130,8 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
     with StageProgress(enabled=not quiet) as bars:
         with bars.stage(what, total) as advance:
             decision, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, windows, progress=lambda: advance(1),
-                                             limit=limit, judge=judge, answer_tries=tries)
+                                             limit=limit, judge=judge, answer_tries=tries,
+                                             confirm=settings.generate.confirm_answer)
     path = save_decision(decision, llm_decision_path(model_llm, judge))
     held, fit = report["held_out_by_book"], report["in_sample"]
     typer.echo(f"{judge} judge threshold for {report['backend']} ({report['model']}): {path}\n  tau {report['tau']:.3f} "
@@ -138,8 +139,9 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
                f"excerpts a side); held out by book: answered where the book says {held['answered_where_says']:.0%}, "
                f"refused where it does not {held['refused_where_not']:.0%}, both {held['both']:.0%} (in sample "
                f"{fit['both']:.0%}; a decision from the wording alone: 0%)"
-               + ("; an answer counts when its short answer checks out and, where the book says, is right"
-                  if tries else ""))
+               + ("; an answer counts when its short answer checks out"
+                  + (f" and its second reading reaches {report['confirm_at']:.2f}" if report.get("confirm_at") else "")
+                  + " and, where the book says, is right" if tries else ""))
     if held["both"] < WEAK_JUDGE:
         from rich.console import Console
 

@@ -76,20 +76,65 @@ def side_scores(llm, row: dict, side: str, windows: int, judge: str,
     return scores, readings
 
 
-def stated_answers(llm, rows: list[dict], readings: list[list], tries: int,
-                   progress: Callable[[], None] | None = None) -> list[str | None]:
-    """Per side, the short answer `ask` would give (window_judge.first_stated_answer: the first of
-    the `tries` best excerpts whose answer checks out), or None."""
-    from ..generate.window_judge import first_stated_answer
+def stated_answers(llm, rows: list[dict], readings: list[list], tries: int, confirm: bool = True,
+                   progress: Callable[[], None] | None = None) -> list[list[tuple[str, float | None]]]:
+    """Per side, every short answer of its `tries` best excerpts that checks out, in the order `ask`
+    tries them, with P(yes) of its second reading when `confirm` (window_judge.stated_answers):
+    which one `ask` gives depends on the confirm threshold, fitted from these."""
+    from ..generate.window_judge import stated_answers as checked
     from ..records import StageCost
 
     out = []
     for row, side in zip(rows, readings):
-        found = first_stated_answer(llm, row["question"], side, StageCost(), tries)
-        out.append(found[1] if found else None)
+        out.append([(a.answer, a.confirmed) for a in checked(llm, row["question"], side, StageCost(), tries, confirm)])
         if progress:
             progress()
     return out
+
+
+# the confirm thresholds a calibration chooses among (None: an answer that checks out is given unread)
+CONFIRM_GRID = (None, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
+
+
+def given_answer(stated: list[tuple[str, float | None]], confirm_at: float | None) -> str | None:
+    """The answer `ask` gives from a side's checked answers at confirm threshold `confirm_at`."""
+    return next((a for a, p in stated if confirm_at is None or p >= confirm_at), None)
+
+
+def confirm_variants(says: list[list[tuple[str, float | None]]], silent: list[list[tuple[str, float | None]]],
+                     golds: list[list[str]], grid=CONFIRM_GRID) -> dict[float | None, tuple[np.ndarray, np.ndarray]]:
+    """Per confirm threshold of `grid`: (the says side's answer is right, the silent side gives one)."""
+    from .scoring import lenient_by_recall
+
+    out = {}
+    for c in grid:
+        right = [(a := given_answer(s, c)) is not None and lenient_by_recall(a, g) for s, g in zip(says, golds)]
+        out[c] = np.array(right, bool), np.array([given_answer(n, c) is not None for n in silent], bool)
+    return out
+
+
+def choose_confirmed(says: np.ndarray, silent: np.ndarray, variants: dict) -> tuple[float | None, float, float]:
+    """(confirm threshold, tau, both right) with the most pairs right on both sides; ties: the
+    first threshold of the grid (no second reading first)."""
+    best = None
+    for c, (right, gives) in variants.items():
+        tau = choose_tau(says, silent, right, gives)
+        both = pair_figures(says, silent, tau, right, gives)["both"]
+        if best is None or both > best[2]:
+            best = (c, tau, both)
+    return best
+
+
+def held_out_confirmed(says: np.ndarray, silent: np.ndarray, books: np.ndarray, variants: dict) -> dict[str, float]:
+    """Each book's pairs decided by the confirm threshold and tau chosen on the other books (nested)."""
+    answered, refused = np.zeros(says.size, bool), np.zeros(says.size, bool)
+    for book in np.unique(books):
+        held, other = books == book, books != book
+        c, tau, _ = choose_confirmed(says[other], silent[other], {k: (r[other], g[other]) for k, (r, g) in variants.items()})
+        right, gives = variants[c]
+        answered[held], refused[held] = pair_sides(says[held], silent[held], tau, right[held], gives[held])
+    return {"answered_where_says": float(answered.mean()), "refused_where_not": float(refused.mean()),
+            "both": float((answered & refused).mean())}
 
 
 def control_scores(llm, rows: list[dict], judge: str, progress: Callable[[], None] | None = None) -> list[float | None]:
@@ -172,14 +217,16 @@ def held_out(says: np.ndarray, silent: np.ndarray, books: np.ndarray, right: np.
 
 
 def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], None] | None = None,
-                  limit: int | None = None, judge: str = "pick", answer_tries: int = 0) -> tuple[dict, dict]:
+                  limit: int | None = None, judge: str = "pick", answer_tries: int = 0,
+                  confirm: bool = True) -> tuple[dict, dict]:
     """The fitted decision of judge `judge` for `llm` ({"tau", "feature", ...}) and its report (pair
     figures, in sample and held out by book). `limit`: the first `limit` pairs of the sample (it
     interleaves the books). `answer_tries` > 0 (the pick with `generate.pick_answer = require`):
     a side answers only with a short answer that checks out (from the best `answer_tries`
     excerpts, as `ask` asks it), and a pair counts on the answering side only when that answer is
-    right (the sample's answer strings) -- the threshold is fitted for the answers `ask` gives."""
-    from .scoring import lenient_by_recall
+    right (the sample's answer strings) -- the threshold is fitted for the answers `ask` gives; with
+    `confirm`, each checked answer is read again (window_judge.confirm_p_yes) and the threshold
+    that reading must reach is chosen with tau (CONFIRM_GRID; nested in the held-out figures)."""
 
     rows = read_sample(sample_path)[:limit]
     if len(rows) < MIN_PAIRS:
@@ -188,23 +235,27 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
     silent, silent_read = zip(*[side_scores(llm, row, "silent", windows, judge, progress) for row in rows])
     nulls = control_scores(llm, rows, judge, progress)
     books = np.array([r["book"] for r in rows])
-    right = gives = None
+    # without checked answers every answer counts: one variant, right and gives all true
+    variants = {None: (np.ones(len(rows), bool), np.ones(len(rows), bool))}
     if answer_tries and judge == "pick":
-        said = stated_answers(llm, rows, list(says_read), answer_tries, progress)
-        right = np.array([a is not None and lenient_by_recall(a, r["answers"]) for a, r in zip(said, rows)])
-        gives = np.array([a is not None for a in stated_answers(llm, rows, list(silent_read), answer_tries, progress)])
+        said = stated_answers(llm, rows, list(says_read), answer_tries, confirm, progress)
+        variants = confirm_variants(said, stated_answers(llm, rows, list(silent_read), answer_tries, confirm, progress),
+                                    [r["answers"] for r in rows], CONFIRM_GRID if confirm else (None,))
     by_feature = {}
     for feature in SCORES[judge]:
         s = np.array([pick_score(p, feature, c) for p, c in zip(says, nulls)])
         n = np.array([pick_score(p, feature, c) for p, c in zip(silent, nulls)])
-        by_feature[feature] = {"tau": choose_tau(s, n, right, gives), "s": s, "n": n,
-                               "held_out_by_book": held_out(s, n, books, right, gives)}
-    # the score whose threshold, chosen without the book, gets the most pairs right held out (ties:
+        confirm_at, tau, _ = choose_confirmed(s, n, variants)
+        by_feature[feature] = {"tau": tau, "confirm_at": confirm_at, "s": s, "n": n,
+                               "held_out_by_book": held_out_confirmed(s, n, books, variants)}
+    # the score whose thresholds, chosen without the book, get the most pairs right held out (ties:
     # the judge's first, the simplest for yesno and the packaged one's for the pick)
     first = SCORES[judge][0]
     feature = max(SCORES[judge], key=lambda f: (by_feature[f]["held_out_by_book"]["both"], f == first))
     chosen = by_feature[feature]
-    tau, s, n = chosen["tau"], chosen["s"], chosen["n"]
+    tau, s, n, confirm_at = chosen["tau"], chosen["s"], chosen["n"], chosen["confirm_at"]
+    checked = answer_tries and judge == "pick"
+    right, gives = variants[confirm_at] if checked else (None, None)
     report = {"backend": llm.name, "model": llm.model, "judge": judge, "pairs": len(rows), "windows": windows,
               "fitted_for": "checked answers" if right is not None else "the judge's decision",
               "kinds": {k: sum(r["kind"] == k for r in rows) for k in sorted({r["kind"] for r in rows})},
@@ -214,11 +265,13 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
               "wording_only": {"both": 0.0, "note": "the same decision on both sides of a pair gets at most one right"}}
     if right is not None:
         report["answer_tries"] = answer_tries
+        report["confirm_at"] = confirm_at
     flags = zip(_all(right, books), _all(gives, books))
     per_pair = [{"pair": r["pair"], "says": list(a), "silent": list(b), **({"null": c} if c is not None else {}),
                  **({"says_right": bool(x), "silent_gives": bool(y)} if right is not None else {})}
                 for r, a, b, c, (x, y) in zip(rows, says, silent, nulls, flags)]
-    decision = {"tau": tau, "feature": feature, "fitted_by": "pagerag calibrate --llm", "sample": Path(sample_path).name,
+    decision = {"tau": tau, "feature": feature, **({"confirm_at": confirm_at} if confirm_at is not None else {}),
+                "fitted_by": "pagerag calibrate --llm", "sample": Path(sample_path).name,
                 **report, "p_yes": per_pair}
     return decision, report
 

@@ -282,9 +282,19 @@ def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -
         return refused
     mode = pipe.settings.generate.pick_answer
     tries = pipe.settings.generate.answer_excerpts
-    stated = first_stated_answer(pipe.llm, answer.question, readings, cost, tries) if mode != "off" else None
-    if stated is not None:
-        best, best.answer, best.quote = stated  # the short answer, cited with the sentence that states it
+    confirm_at = decision.get("confirm_at") if pipe.settings.generate.confirm_answer else None
+    unconfirmed: list = []
+    stated = first_stated_answer(pipe.llm, answer.question, readings, cost, tries, confirm_at, unconfirmed) \
+        if mode != "off" else None
+    for a in [*unconfirmed, *([stated] if stated and stated.confirmed is not None else [])]:
+        answer.judged[next(i for i, r in enumerate(readings) if r is a.reading)]["confirmed"] = round(a.confirmed, 4)
+    if stated is not None:  # the short answer, cited with the sentence that states it
+        best = stated.reading
+        best.answer, best.quote = stated.answer, stated.span
+    elif mode == "require" and unconfirmed:
+        said = "; ".join(f"\"{a.answer}\" ({a.confirmed:.2f})" for a in unconfirmed)
+        return _refuse(answer, UNSUPPORTED, f"Read again with the sentence that states it, the model's answer was not "
+                       f"confirmed: {said} < {float(confirm_at):.2f}.")
     elif mode == "require":
         return _refuse(answer, UNSUPPORTED, "The model's answer is not stated, in its words, by one sentence of the "
                        "excerpts it was asked of, so it cannot be checked.")

@@ -32,6 +32,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Iterator
 
 from ..llm import LLM, Messages, charged, choice_probabilities, render_prompt
 from ..records import Excerpt, StageCost
@@ -291,16 +292,70 @@ def pick_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCos
     return (short, span) if span is not None else None
 
 
-def first_stated_answer(llm: LLM, question: str, readings: list[ExcerptReading], cost: StageCost,
-                        tries: int) -> tuple[ExcerptReading, str, tuple[int, int]] | None:
-    """(reading, short answer, its sentence's span) of the first of the `tries` best-scored
-    excerpts whose short answer checks out (pick_answer), or None. The best excerpt's answer is
-    often not what its sentence says (docs/pairs.md): the next excerpt may hold the answer."""
+@dataclass
+class StatedAnswer:
+    """A short answer that checked out: the excerpt it came from, the answer, the source span of
+    the sentence that states it, and (when asked) P(yes) of its second reading (confirm_p_yes)."""
+
+    reading: ExcerptReading
+    answer: str
+    span: tuple[int, int]
+    confirmed: float | None = None
+
+
+def stated_answers(llm: LLM, question: str, readings: list[ExcerptReading], cost: StageCost, tries: int,
+                   confirm: bool) -> Iterator[StatedAnswer]:
+    """The short answers that check out (pick_answer) of the `tries` best-scored excerpts, in that
+    order, each read again when `confirm`; lazily, so a caller that takes the first good one makes
+    no further calls. The best excerpt's answer is often not what its sentence says (docs/pairs.md):
+    the next excerpt may hold the answer."""
     for reading in sorted(readings, key=lambda r: -r.p_yes)[:max(1, tries)]:
         stated = pick_answer(llm, question, reading, cost)
-        if stated is not None:
-            return reading, *stated
+        if stated is None:
+            continue
+        short, span = stated
+        p = confirm_p_yes(llm, question, short, reading.excerpt, span, cost) if confirm else None
+        yield StatedAnswer(reading, short, span, p)
+
+
+def first_stated_answer(llm: LLM, question: str, readings: list[ExcerptReading], cost: StageCost,
+                        tries: int, confirm_at: float | None = None,
+                        unconfirmed: list[StatedAnswer] | None = None) -> StatedAnswer | None:
+    """The first of stated_answers whose second reading reaches `confirm_at` (any, when None);
+    those that checked out but did not reach it are added to `unconfirmed`."""
+    for stated in stated_answers(llm, question, readings, cost, tries, confirm_at is not None):
+        if confirmed_enough(stated, confirm_at):
+            return stated
+        if unconfirmed is not None:
+            unconfirmed.append(stated)
     return None
+
+
+def confirmed_enough(stated: StatedAnswer, confirm_at: float | None) -> bool:
+    return confirm_at is None or (stated.confirmed is not None and stated.confirmed >= confirm_at)
+
+
+def confirm_messages(question: str, answer: str, excerpt: Excerpt, span: tuple[int, int]) -> Messages:
+    """The stating sentence with the one before it (its subject is often there), from the excerpt."""
+    spans = [(excerpt.start + s, excerpt.start + e) for s, e in split_sentences(excerpt.text)]
+    at = next((i for i, (s, e) in enumerate(spans) if s <= span[0] < e), 0)
+    start = spans[at - 1][0] if at else span[0]
+    text = excerpt.text[start - excerpt.start: span[1] - excerpt.start]
+    return render_prompt("confirm_answer", question=question, answer=_defuse(answer), sentences=_defuse(fold_space(text)))
+
+
+def confirm_p_yes(llm: LLM, question: str, answer: str, excerpt: Excerpt, span: tuple[int, int], cost: StageCost) -> float:
+    """P(yes) that the stating sentence (with the one before it) says the short answer answers
+    the question: a second reading of an answer that checked out word by word. Where the book is
+    silent, the answer that checks out is a word of a sentence near the question's subject; asked
+    of that sentence alone whether it says so, the model says yes less often (training pairs:
+    docs/pairs.md)."""
+    messages = confirm_messages(question, answer, excerpt, span)
+    p = charged(llm, cost, lambda: llm.yes_no_logprob(messages))
+    if p is not None:
+        return float(p)
+    reply = charged(llm, cost, lambda: llm.complete(messages, max_tokens=3, temperature=0.0)).text
+    return 1.0 if reply.strip().strip(".!*\"'").lower().startswith("yes") else 0.0
 
 
 def short_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCost) -> str:

@@ -38,8 +38,22 @@ def numbered(body: dict) -> dict[str, str]:
     return dict(NUMBERED.findall(user))
 
 
+PROPOSED = re.compile(r"^Proposed answer: (.*)$", re.M)
+
+
+def confirms_the_sum(body: dict) -> dict[str, float] | None:
+    """Asked to confirm a short answer (prompts/confirm_answer): yes to the sum, no to anything
+    else; None for any other request."""
+    proposed = PROPOSED.search(body["messages"][-1]["content"])
+    if proposed is None:
+        return None
+    return {"Yes": -0.05, "No": -3.0} if ANSWER in proposed.group(1) else {"Yes": -3.0, "No": -0.05}
+
+
 def names_the_sum(body: dict) -> dict[str, float]:
     """Nearly sure of the sentence that states the sum; nearly sure of 0 where none does."""
+    if (confirming := confirms_the_sum(body)) is not None:
+        return confirming
     stating = [n for n, sentence in numbered(body).items() if ANSWER in sentence]
     return {stating[0]: -0.05, "0": -3.5} if stating else {"0": -0.05, "1": -3.5}
 
@@ -73,7 +87,7 @@ def test_the_short_answer_is_given_with_the_sentence_that_states_it(printer_repo
     with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=names_the_sum) as server:
         answer = ask(printer_repo, gate, server)
         bodies = list(server.bodies)
-    picks, follow_ups = bodies[:-1], bodies[-1:]
+    picks, follow_ups, confirms = bodies[:-2], bodies[-2:-1], bodies[-1:]
     # one call an excerpt, and one on the control text that answers nothing (the score is relative to it)
     assert len(picks) == 5 and all(b.get("logprobs") and b["max_tokens"] == 1 for b in picks)
     assert sum(NULL_EXCERPT.split(".")[0] in b["messages"][-1]["content"] for b in picks) == 1
@@ -82,6 +96,10 @@ def test_the_short_answer_is_given_with_the_sentence_that_states_it(printer_repo
     # then the answer in a few words, in the conversation of the excerpt that named the sentence
     assert is_follow_up(follow_ups[0]) and ANSWER in follow_ups[0]["messages"][1]["content"]
     assert follow_ups[0]["messages"][-2]["content"] == says_the_number({"messages": follow_ups[0]["messages"][:2]})
+    # then that answer read again with the sentence that states it (yes/no, log-probabilities)
+    assert confirms_the_sum(confirms[0]) is not None and confirms[0].get("logprobs") and confirms[0]["max_tokens"] == 1
+    assert BOOK_SENTENCE in fold_space(confirms[0]["messages"][-1]["content"])
+    assert [j["confirmed"] for j in answer.judged if "confirmed" in j] == [pytest.approx(0.95, abs=0.01)]
     assert answer.decision == "answered" and answer.verdict.method == "llm-pick (packaged threshold)"
     assert fold_space(answer.citations[0].quote) == BOOK_SENTENCE
     assert answer.answer == f"{ANSWER} [1]"
@@ -191,6 +209,8 @@ def test_the_next_best_excerpt_answers_when_the_best_ones_answer_does_not_check_
     decoy: list[str] = []
 
     def surest_of_a_decoy(body: dict) -> dict[str, float]:
+        if (confirming := confirms_the_sum(body)) is not None:
+            return confirming
         sentences = numbered(body)
         if any(ANSWER in s for s in sentences.values()):
             return names_the_sum(body)
@@ -217,3 +237,24 @@ def test_the_next_best_excerpt_answers_when_the_best_ones_answer_does_not_check_
     assert answers[1].decision == "refused" and answers[1].reason == UNSUPPORTED
     assert answers[2].decision == "answered" and answers[2].answer == f"{ANSWER} [1]"
     assert fold_space(answers[2].citations[0].quote) == BOOK_SENTENCE
+
+
+def test_an_answer_its_second_reading_does_not_confirm_is_refused(printer_repo, gate, monkeypatch):
+    """The short answer checks out (its words are in the sentence) but, read again with that
+    sentence, the model says it does not answer the question: refused as unsupported, saying so;
+    with `generate.confirm_answer = false` the same answer is given."""
+    def denies(body: dict) -> dict[str, float]:
+        if confirms_the_sum(body) is not None:
+            return {"Yes": -3.0, "No": -0.05}
+        return names_the_sum(body)
+
+    with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=denies) as server:
+        refused = ask(printer_repo, gate, server)
+    assert refused.decision == "refused" and refused.reason == UNSUPPORTED and refused.citations == []
+    assert "not confirmed" in refused.answer and f'"{ANSWER}"' in refused.answer
+    assert [j["confirmed"] for j in refused.judged if "confirmed" in j] == [pytest.approx(0.05, abs=0.01)]
+    monkeypatch.setenv("PAGERAG_GENERATE__CONFIRM_ANSWER", "false")
+    with LoopbackOpenAIServer(reply=says_the_number, top_logprobs=denies) as server:
+        given = ask(printer_repo, gate, server)
+        assert not any(confirms_the_sum(b) is not None for b in server.bodies)
+    assert given.decision == "answered" and given.answer == f"{ANSWER} [1]"

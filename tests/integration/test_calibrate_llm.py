@@ -78,19 +78,32 @@ def held_out(stdout: str) -> dict[str, float]:
     return dict(zip(("answered", "refused", "both"), (int(x) / 100 for x in found.groups())))
 
 
-def pick_oracle():
+PROPOSED = re.compile(r"^Proposed answer: (.*)$", re.M)
+
+
+def pick_oracle(names_always: bool = False):
     """A loopback LLM that names (log-probabilities over the numbers) the sentence holding one of
-    the pair's gold answers, and 0 where none does -- on the control text too."""
+    the pair's gold answers, and 0 where none does -- on the control text too; with `names_always`,
+    sentence 1 of every excerpt, answer or not (its pick does not read). Asked to confirm a short
+    answer (prompts/confirm_answer), it says yes exactly when that answer is a gold one."""
     answers = gold_answers()
 
     def logprobs(body: dict) -> dict[str, float]:
         user = body["messages"][-1]["content"]
         question = fold_space(re.search(r"^Question: (.*)$", user, re.M).group(1))
         golds = answers.get(question, [])
+        if PROPOSED.search(user):
+            return YES if fold_space(PROPOSED.search(user).group(1)).lower() in golds else NO
+        if names_always:
+            return {"1": -0.05, "0": -3.0}
         naming = [n for n, sentence in NUMBERED.findall(user) if any(a in sentence.lower() for a in golds)]
         return {naming[0]: -0.05, "0": -3.0} if naming else {"0": -0.05, "1": -3.0}
 
     return logprobs
+
+
+def is_confirm(body: dict) -> bool:
+    return bool(PROPOSED.search(body["messages"][-1]["content"]))
 
 
 def test_the_packaged_pairs_hold_both_sides_of_each_question():
@@ -154,13 +167,16 @@ def test_calibrate_fits_the_pick_judges_threshold_by_default(tmp_path):
     assert path.is_file() and str(path) in done.stdout and not (tmp_path / "calibration" / FILE).exists()
     # one numbered-sentence call an excerpt and one a question on the control text (log-probabilities),
     # then the short answer: at least one a side, at most answer_excerpts a side
-    picks = [b for b in bodies if b.get("logprobs")]
+    picks = [b for b in bodies if b.get("logprobs") and not is_confirm(b)]
     answers = [b for b in bodies if not b.get("logprobs")]
     assert len(picks) == excerpts_asked(windows) + LIMIT
     assert all(b["max_tokens"] == 1 and "sentence by sentence" in b["messages"][-1]["content"] for b in picks)
     tries = load_settings(environ={}).generate.answer_excerpts
     assert 2 * LIMIT <= len(answers) <= 2 * LIMIT * tries
     assert all("in a few words" in b["messages"][-1]["content"] for b in answers)
+    # every short answer that checks out is read again (a yes/no call), none that does not
+    confirms = [b for b in bodies if is_confirm(b)]
+    assert 0 < len(confirms) <= len(answers) and all(b.get("logprobs") and b["max_tokens"] == 1 for b in confirms)
     decision = json.loads(path.read_text(encoding="utf-8"))
     assert decision["judge"] == "pick" and decision["feature"] in ("null", "max", "contrast")
     assert decision["fitted_for"] == "checked answers" and decision["answer_tries"] == tries
@@ -179,6 +195,31 @@ def test_a_pick_that_reads_but_answers_wrong_gets_no_pair_right(tmp_path):
     decision = json.loads((tmp_path / "calibration" / "openai-loopback-model.pick.json").read_text(encoding="utf-8"))
     assert not any(row["says_right"] for row in decision["p_yes"])
     assert decision["held_out_by_book"]["both"] == 0.0 and held_out(done.stdout)["both"] == 0.0
+
+
+def test_a_second_reading_that_rejects_wrong_answers_is_fitted_with_the_threshold(tmp_path, monkeypatch):
+    """A pick that names a sentence on both sides (it does not read) and short answers that check
+    out on both sides -- right where the book says, words of the excerpt where it does not: the
+    threshold alone gets no pair right; with the second reading (yes only to a right answer) the
+    fitted confirm threshold refuses the silent sides, and most pairs are right held out."""
+    def reply(body: dict) -> str:
+        question, excerpt = pick_conversation_excerpt(body)
+        held = [a for a in gold_answers().get(question, []) if a in excerpt.lower()]
+        return held[0] if held else " ".join(excerpt.split()[:3])
+
+    with LoopbackOpenAIServer(top_logprobs=pick_oracle(names_always=True), reply=reply) as server:
+        done = run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path,
+                       judge="pick")
+    assert done.returncode == 0, done.stderr
+    decision = json.loads((tmp_path / "calibration" / "openai-loopback-model.pick.json").read_text(encoding="utf-8"))
+    assert decision["confirm_at"] is not None and "second reading reaches" in done.stdout
+    assert held_out(done.stdout)["both"] > 0.5
+    monkeypatch.setenv("PAGERAG_GENERATE__CONFIRM_ANSWER", "false")  # the same, without the second reading
+    with LoopbackOpenAIServer(top_logprobs=pick_oracle(names_always=True), reply=reply) as server:
+        off = run_cli(["calibrate", "--llm", "openai", "--limit", str(LIMIT), "--quiet"], server, tmp_path, judge="pick")
+        assert not any(is_confirm(b) for b in server.bodies)
+    assert off.returncode == 0, off.stderr
+    assert held_out(off.stdout)["both"] < held_out(done.stdout)["both"] and "second reading" not in off.stdout
 
 
 def test_a_model_that_says_yes_to_everything_gets_no_pair_right(tmp_path):
