@@ -23,7 +23,9 @@ below), among those that refuse at least `MIN_REFUSED` of the silent sides when 
 the pick and `generate.pick_answer = require` (the defaults) it is fitted for the answers `ask`
 gives: a side answers only with a short answer that checks out (window_judge.first_stated_answer,
 one more call a side, more with `generate.answer_excerpts`), and the book that says counts only
-when that answer is right (the sample's answer strings). The
+when that answer is right (the sample's answer strings); each checked answer is also read again
+(`generate.confirm_answer`), and the threshold that second reading must reach is chosen with tau
+(nested in the held-out figures). The
 report gives the same figures held out by book (tau chosen on the other books), which is what to
 expect on books the calibration never saw. The threshold is stored in the cache
 (`<cache>/calibration/<backend>-<model>.pick.json`, `.windows.json` for yesno) and used by `ask`

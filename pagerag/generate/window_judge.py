@@ -20,7 +20,9 @@ the yes/no question (AUC 0.76 against 0.62; with the control text, `null`, 0.79;
 The named sentence is often the one beside the answer's, so once the evidence is judged
 sufficient the same conversation asks for the answer in a few words (`pick_answer`,
 prompts/pick_answer): kept, with the sentence that holds all its words as the citation, when
-that sentence is about the question; else the named sentence is the answer.
+that sentence is about the question; else the named sentence is the answer. An answer that checks
+out is read again with its sentence (`confirm_answer`, prompts/confirm_answer: does it say this is
+the answer to this question?) and given only when P(yes) reaches the decision's `confirm_at`.
 
 The decision: answer when the best excerpt's P(yes) reaches tau (a model fitted on pairs by
 `pagerag calibrate --llm BACKEND`; uncalibrated, P(yes) >= 0.5) and its quote checks out; a
