@@ -170,6 +170,43 @@ def confirm(args) -> None:
             print(f"{i}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
 
 
+def fresh(args) -> None:
+    """Where no short answer of the first --answer-excerpts tries checks out and is confirmed
+    (>= --confirm-at), the best excerpt asked once more in a new conversation, without the pick's
+    number (window_judge.answer_anew, prompts/answer_excerpt), and that answer, when it checks
+    out, read again (confirm_p_yes); records written to --to with each side's `fresh`: [answer,
+    P(yes)], P(yes) None where it does not check out. A run's answers are kept (only the missing
+    ones are asked)."""
+    from pagerag.generate.window_judge import answer_anew, confirm_p_yes, stating_sentence
+    from pagerag.llm.registry import get_llm
+    from pagerag.records import StageCost
+    from pagerag.settings import load_settings
+
+    llm = get_llm(load_settings().llm)
+    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    says, silent = checked_lists(recs, args.answer_excerpts)
+    done = {json.loads(l)["pair"] for l in Path(args.to).read_text().splitlines()} if Path(args.to).exists() else set()
+    with open(args.to, "a") as fh:
+        for i, (r, lists) in enumerate(zip(recs, zip(says, silent)), 1):
+            if r["pair"] in done:
+                continue
+            started = time.perf_counter()
+            for name, stated in zip(("says", "silent"), lists):
+                side = r[name]
+                if any(p is not None and p >= args.confirm_at for _, p in stated):
+                    side["fresh"] = None  # not asked: ask would not get this far
+                elif side.get("fresh") is None:
+                    excerpt = side["excerpts"][int(np.argmax(side["p_some"]))]
+                    short = answer_anew(llm, r["question"], excerpt, StageCost())
+                    span = stating_sentence(short, r["question"], excerpt)
+                    side["fresh"] = [short, None if span is None else
+                                     confirm_p_yes(llm, r["question"], short, excerpt, span, StageCost())]
+                del side["excerpts"]
+            fh.write(json.dumps(r) + "\n")
+            fh.flush()
+            print(f"{i}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
+
+
 def sides(recs: list[dict], kind: str, tries: int = 1, score_by: str = "best") -> tuple[np.ndarray, ...]:
     """Per pair: the says and silent sides' scores, whether the says side's answer (pick_answer
     mode `kind`) is right, and whether the silent side has an answer to give."""
@@ -183,7 +220,7 @@ def sides(recs: list[dict], kind: str, tries: int = 1, score_by: str = "best") -
     return says, silent, right, silent_gives
 
 
-def checked_lists(recs: list[dict], tries: int) -> tuple[list, list]:
+def checked_lists(recs: list[dict], tries: int, with_fresh: bool = False) -> tuple[list, list]:
     """Per pair, each side's short answers that check out among its first `tries`, with their
     second reading's P(yes) (`confirm`'s records; None without them): what
     llm_calibration.confirm_variants takes, as `pagerag calibrate --llm` computes it."""
@@ -191,8 +228,11 @@ def checked_lists(recs: list[dict], tries: int) -> tuple[list, list]:
 
     def checked(side: dict, question: str) -> list[tuple[str, float | None]]:
         readings = side.get("confirm") or [None] * len(tried(side, tries))
-        return [(short, p) for (at, short), p in zip(tried(side, tries), readings)
-                if stating_sentence(short, question, side["excerpts"][at]) is not None]
+        out = [(short, p) for (at, short), p in zip(tried(side, tries), readings)
+               if stating_sentence(short, question, side["excerpts"][at]) is not None]
+        if with_fresh and side.get("fresh") and side["fresh"][1] is not None:  # `fresh`'s answer, tried last
+            out.append(tuple(side["fresh"]))
+        return out
 
     return [checked(r["says"], r["question"]) for r in recs], [checked(r["silent"], r["question"]) for r in recs]
 
@@ -207,7 +247,7 @@ def confirmed(args) -> None:
     recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
     books = np.array([r["book"] for r in recs])
     says, silent = sides(recs, "require", args.answer_excerpts)[:2]
-    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts), [r["answers"] for r in recs])
+    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs])
     print(f"{len(recs)} pairs, {len(set(books))} books, {args.answer_excerpts} answer excerpts")
     print("| confirm threshold | right where the book says | refused where it does not | **both** |")
     print("|---|---:|---:|---:|")
@@ -300,10 +340,10 @@ def fit(args) -> None:
     recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
     says, silent = sides(recs, "require", args.answer_excerpts)[:2]
     grid = CONFIRM_GRID if all("confirm" in r["says"] for r in recs) else (None,)
-    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts), [r["answers"] for r in recs], grid)
+    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs], grid)
     confirm_at, tau, both = choose_confirmed(says, silent, variants)
     write_decision("null", tau, both, recs, f"python benchmarks/pair_answer.py fit --out {Path(args.out).name} "
-                   f"--answer-excerpts {args.answer_excerpts}", args.write, confirm_at)
+                   f"--answer-excerpts {args.answer_excerpts}" + (" --fresh" if args.fresh else ""), args.write, confirm_at)
 
 
 def where(args) -> None:
@@ -343,6 +383,7 @@ def main() -> None:
     f.add_argument("--out", required=True)
     f.add_argument("--sample", default=str(SAMPLE))
     f.add_argument("--write", action="store_true")
+    f.add_argument("--fresh", action="store_true", help="`fresh`'s answer tried after the others (generate.answer_anew)")
     m = sub.add_parser("more", help="ask the next best excerpt for the short answer where the best one's does not check out")
     m.add_argument("--out", required=True, help="a run's records")
     m.add_argument("--to", required=True, help="the records with each side's tries")
@@ -354,15 +395,21 @@ def main() -> None:
     cf = sub.add_parser("confirmed", help="held-out figures with the second reading's threshold (nested)")
     cf.add_argument("--out", required=True, help="`confirm`'s records")
     cf.add_argument("--sample", default=str(SAMPLE))
+    cf.add_argument("--fresh", action="store_true", help="`fresh`'s answer tried after the others")
+    fr = sub.add_parser("fresh", help="experiment: the best excerpt asked once more without the pick's number")
+    fr.add_argument("--out", required=True, help="`confirm`'s records")
+    fr.add_argument("--to", required=True)
+    fr.add_argument("--sample", default=str(SAMPLE))
+    fr.add_argument("--confirm-at", type=float, default=0.65)
     w = sub.add_parser("where", help="where the gold answer is, on the answering sides without a right checked answer")
     w.add_argument("--out", required=True)
     w.add_argument("--sample", default=str(SAMPLE))
-    for q in (p, f, m, w, c, cf):
+    for q in (p, f, m, w, c, cf, fr):
         q.add_argument("--answer-excerpts", type=int, default=1, help="how many of the best excerpts may give the short answer")
     p.add_argument("--score-by", choices=("best", "answering"), default="best",
                    help="a side's score: its best excerpt's, or the excerpt's whose short answer checks out")
     args = ap.parse_args()
-    {"run": run, "report": report, "fit": fit, "more": more, "where": where, "confirm": confirm, "confirmed": confirmed}[args.cmd](args)
+    {"run": run, "report": report, "fit": fit, "more": more, "where": where, "confirm": confirm, "confirmed": confirmed, "fresh": fresh}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -131,7 +131,8 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
         with bars.stage(what, total) as advance:
             decision, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, windows, progress=lambda: advance(1),
                                              limit=limit, judge=judge, answer_tries=tries,
-                                             confirm=settings.generate.confirm_answer)
+                                             confirm=settings.generate.confirm_answer,
+                                             anew=settings.generate.answer_anew)
     path = save_decision(decision, llm_decision_path(model_llm, judge))
     held, fit = report["held_out_by_book"], report["in_sample"]
     typer.echo(f"{judge} judge threshold for {report['backend']} ({report['model']}): {path}\n  tau {report['tau']:.3f} "

@@ -78,7 +78,7 @@ def side_scores(llm, row: dict, side: str, windows: int, judge: str,
     return scores, readings
 
 
-def stated_answers(llm, rows: list[dict], readings: list[list], tries: int, confirm: bool = True,
+def stated_answers(llm, rows: list[dict], readings: list[list], tries: int, confirm: bool = True, anew: bool = False,
                    progress: Callable[[], None] | None = None) -> list[list[tuple[str, float | None]]]:
     """Per side, every short answer of its `tries` best excerpts that checks out, in the order `ask`
     tries them, with P(yes) of its second reading when `confirm` (window_judge.stated_answers):
@@ -88,7 +88,7 @@ def stated_answers(llm, rows: list[dict], readings: list[list], tries: int, conf
 
     out = []
     for row, side in zip(rows, readings):
-        out.append([(a.answer, a.confirmed) for a in checked(llm, row["question"], side, StageCost(), tries, confirm)])
+        out.append([(a.answer, a.confirmed) for a in checked(llm, row["question"], side, StageCost(), tries, confirm, anew)])
         if progress:
             progress()
     return out
@@ -220,7 +220,7 @@ def held_out(says: np.ndarray, silent: np.ndarray, books: np.ndarray, right: np.
 
 def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], None] | None = None,
                   limit: int | None = None, judge: str = "pick", answer_tries: int = 0,
-                  confirm: bool = True) -> tuple[dict, dict]:
+                  confirm: bool = True, anew: bool = False) -> tuple[dict, dict]:
     """The fitted decision of judge `judge` for `llm` ({"tau", "feature", ...}) and its report (pair
     figures, in sample and held out by book). `limit`: the first `limit` pairs of the sample (it
     interleaves the books). `answer_tries` > 0 (the pick with `generate.pick_answer = require`):
@@ -240,8 +240,8 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
     # without checked answers every answer counts: one variant, right and gives all true
     variants = {None: (np.ones(len(rows), bool), np.ones(len(rows), bool))}
     if answer_tries and judge == "pick":
-        said = stated_answers(llm, rows, list(says_read), answer_tries, confirm, progress)
-        variants = confirm_variants(said, stated_answers(llm, rows, list(silent_read), answer_tries, confirm, progress),
+        said = stated_answers(llm, rows, list(says_read), answer_tries, confirm, anew, progress)
+        variants = confirm_variants(said, stated_answers(llm, rows, list(silent_read), answer_tries, confirm, anew, progress),
                                     [r["answers"] for r in rows], CONFIRM_GRID if confirm else (None,))
     by_feature = {}
     for feature in SCORES[judge]:

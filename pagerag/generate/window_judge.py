@@ -306,26 +306,45 @@ class StatedAnswer:
 
 
 def stated_answers(llm: LLM, question: str, readings: list[ExcerptReading], cost: StageCost, tries: int,
-                   confirm: bool) -> Iterator[StatedAnswer]:
+                   confirm: bool, anew: bool = False) -> Iterator[StatedAnswer]:
     """The short answers that check out (pick_answer) of the `tries` best-scored excerpts, in that
-    order, each read again when `confirm`; lazily, so a caller that takes the first good one makes
-    no further calls. The best excerpt's answer is often not what its sentence says (docs/pairs.md):
-    the next excerpt may hold the answer."""
-    for reading in sorted(readings, key=lambda r: -r.p_yes)[:max(1, tries)]:
+    order, then, with `anew`, the best excerpt's asked in a new conversation (answer_anew); each
+    read again when `confirm`; lazily, so a caller that takes the first good one makes no further
+    calls. The best excerpt's answer is often not what its sentence says (docs/pairs.md): the next
+    excerpt may hold the answer, or the best one asked without the pick's number."""
+    ranked = sorted(readings, key=lambda r: -r.p_yes)
+    for reading in ranked[:max(1, tries)]:
         stated = pick_answer(llm, question, reading, cost)
-        if stated is None:
-            continue
-        short, span = stated
-        p = confirm_p_yes(llm, question, short, reading.excerpt, span, cost) if confirm else None
-        yield StatedAnswer(reading, short, span, p)
+        if stated is not None:
+            yield _read_again(llm, question, reading, *stated, cost, confirm)
+    if anew and ranked:
+        short = answer_anew(llm, question, ranked[0].excerpt, cost)
+        span = stating_sentence(short, question, ranked[0].excerpt)
+        if span is not None:
+            yield _read_again(llm, question, ranked[0], short, span, cost, confirm)
+
+
+def _read_again(llm: LLM, question: str, reading: ExcerptReading, short: str, span: tuple[int, int],
+                cost: StageCost, confirm: bool) -> StatedAnswer:
+    p = confirm_p_yes(llm, question, short, reading.excerpt, span, cost) if confirm else None
+    return StatedAnswer(reading, short, span, p)
+
+
+def answer_anew(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost) -> str:
+    """The excerpt's words that answer the question, asked in a new conversation (prompts/
+    answer_excerpt): the pick's conversation answers from the sentence the pick named, and the
+    pick often names the sentence beside the answer's."""
+    messages = render_prompt("answer_excerpt", question=question, excerpt=_defuse(fold_space(excerpt.text)))
+    reply = charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text
+    return fold_space(reply).strip(" .\"'\u201c\u201d")
 
 
 def first_stated_answer(llm: LLM, question: str, readings: list[ExcerptReading], cost: StageCost,
                         tries: int, confirm_at: float | None = None,
-                        unconfirmed: list[StatedAnswer] | None = None) -> StatedAnswer | None:
+                        unconfirmed: list[StatedAnswer] | None = None, anew: bool = False) -> StatedAnswer | None:
     """The first of stated_answers whose second reading reaches `confirm_at` (any, when None);
     those that checked out but did not reach it are added to `unconfirmed`."""
-    for stated in stated_answers(llm, question, readings, cost, tries, confirm_at is not None):
+    for stated in stated_answers(llm, question, readings, cost, tries, confirm_at is not None, anew):
         if confirmed_enough(stated, confirm_at):
             return stated
         if unconfirmed is not None:

@@ -59,6 +59,12 @@ def names_the_sum(body: dict) -> dict[str, float]:
 
 
 PICK_ANSWER = load_prompt("pick_answer").strip()
+ANEW = "Copy the few words of the excerpt that answer the question"  # prompts/answer_excerpt
+
+
+def is_anew(body: dict) -> bool:
+    """The best excerpt asked for the answer in a new conversation (generate.answer_anew)."""
+    return ANEW in body["messages"][-1]["content"]
 
 
 def is_follow_up(body: dict) -> bool:
@@ -67,8 +73,9 @@ def is_follow_up(body: dict) -> bool:
 
 
 def says_the_number(body: dict, short: str = ANSWER) -> str:
-    """The number of the sentence that states the sum; asked then for the answer, `short`."""
-    if is_follow_up(body):
+    """The number of the sentence that states the sum; asked then for the answer, `short` (and
+    `short` again when asked anew)."""
+    if is_follow_up(body) or is_anew(body):
         return short
     table = names_the_sum(body)
     return max(table, key=table.get)
@@ -221,7 +228,7 @@ def test_the_next_best_excerpt_answers_when_the_best_ones_answer_does_not_check_
         return {"0": -0.05, "1": -3.5}
 
     def answers_where_it_is(body: dict) -> str:
-        if is_follow_up(body):
+        if is_follow_up(body) or is_anew(body):
             return ANSWER if ANSWER in body["messages"][1]["content"] else "NONE"
         table = surest_of_a_decoy(body)
         return max(table, key=table.get)
@@ -258,3 +265,27 @@ def test_an_answer_its_second_reading_does_not_confirm_is_refused(printer_repo, 
         given = ask(printer_repo, gate, server)
         assert not any(confirms_the_sum(b) is not None for b in server.bodies)
     assert given.decision == "answered" and given.answer == f"{ANSWER} [1]"
+
+
+def test_the_best_excerpt_asked_anew_answers_when_the_picks_conversations_do_not(printer_repo, gate, monkeypatch):
+    """In the pick's conversations the model answers NONE (it answers from the sentence it named);
+    asked anew, without the number, it gives the sum: answered and cited with the sentence that
+    states it (generate.answer_anew); without answer_anew, refused."""
+    def anew_only(body: dict) -> str:
+        if is_follow_up(body):
+            return "NONE"
+        if is_anew(body):
+            return ANSWER if ANSWER in body["messages"][-1]["content"] else "NONE"
+        return says_the_number(body)
+
+    with LoopbackOpenAIServer(reply=anew_only, top_logprobs=names_the_sum) as server:
+        answered = ask(printer_repo, gate, server)
+        anew = [b for b in server.bodies if is_anew(b)]
+    assert len(anew) == 1 and "sentence by sentence" not in anew[0]["messages"][-1]["content"]  # no numbers shown
+    assert answered.decision == "answered" and answered.answer == f"{ANSWER} [1]"
+    assert fold_space(answered.citations[0].quote) == BOOK_SENTENCE
+    monkeypatch.setenv("PAGERAG_GENERATE__ANSWER_ANEW", "false")
+    with LoopbackOpenAIServer(reply=anew_only, top_logprobs=names_the_sum) as server:
+        refused = ask(printer_repo, gate, server)
+        assert not any(is_anew(b) for b in server.bodies)
+    assert refused.decision == "refused" and refused.reason == UNSUPPORTED

@@ -133,9 +133,12 @@ def test_calibrate_fits_and_stores_the_judges_threshold_for_the_backend_and_mode
 
 
 def pick_conversation_excerpt(body: dict) -> tuple[str, str]:
-    """(question, excerpt text) of the pick conversation a short-answer request continues."""
+    """(question, excerpt text) of the pick conversation a short-answer request continues, or of
+    the request asking the excerpt anew (prompts/answer_excerpt: the excerpt as it is)."""
     user = body["messages"][1]["content"]
     question = fold_space(re.search(r"^Question: (.*)$", user, re.M).group(1))
+    if "<<<" in user:
+        return question, user.split("<<<\n", 1)[1].split("\n>>>", 1)[0]
     return question, " ".join(sentence for _, sentence in NUMBERED.findall(user))
 
 
@@ -166,14 +169,15 @@ def test_calibrate_fits_the_pick_judges_threshold_by_default(tmp_path):
     path = tmp_path / "calibration" / "openai-loopback-model.pick.json"
     assert path.is_file() and str(path) in done.stdout and not (tmp_path / "calibration" / FILE).exists()
     # one numbered-sentence call an excerpt and one a question on the control text (log-probabilities),
-    # then the short answer: at least one a side, at most answer_excerpts a side
+    # then the short answer: at least one a side, at most answer_excerpts a side and the best excerpt asked anew
     picks = [b for b in bodies if b.get("logprobs") and not is_confirm(b)]
     answers = [b for b in bodies if not b.get("logprobs")]
     assert len(picks) == excerpts_asked(windows) + LIMIT
     assert all(b["max_tokens"] == 1 and "sentence by sentence" in b["messages"][-1]["content"] for b in picks)
     tries = load_settings(environ={}).generate.answer_excerpts
-    assert 2 * LIMIT <= len(answers) <= 2 * LIMIT * tries
-    assert all("in a few words" in b["messages"][-1]["content"] for b in answers)
+    assert 2 * LIMIT <= len(answers) <= 2 * LIMIT * (tries + 1)
+    assert all("in a few words" in b["messages"][-1]["content"] or "Copy the few words" in b["messages"][-1]["content"]
+               for b in answers)
     # every short answer that checks out is read again (a yes/no call), none that does not
     confirms = [b for b in bodies if is_confirm(b)]
     assert 0 < len(confirms) <= len(answers) and all(b.get("logprobs") and b["max_tokens"] == 1 for b in confirms)
