@@ -25,6 +25,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -106,68 +107,70 @@ def answer_of(side: dict, kind: str, question: str, tries: int = 1) -> str:
     return side["picked"] if kind in ("off", "prefer") else ""
 
 
+def extend_records(args, extend: Callable[..., None]) -> None:
+    """A run's records (--out, their excerpts from the sample) written to --to with `extend(llm,
+    record)` applied, one record at a time and flushed, so an interrupted run goes on where it
+    stopped (records already in --to are skipped)."""
+    from pagerag.llm.registry import get_llm
+    from pagerag.settings import load_settings
+
+    llm = get_llm(load_settings().llm)
+    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    done = {json.loads(l)["pair"] for l in Path(args.to).read_text().splitlines()} if Path(args.to).exists() else set()
+    with open(args.to, "a") as fh:
+        for n, r in enumerate(recs, 1):
+            if r["pair"] in done:
+                continue
+            started = time.perf_counter()
+            extend(llm, r)
+            for name in ("says", "silent"):
+                del r[name]["excerpts"]
+            fh.write(json.dumps(r) + "\n")
+            fh.flush()
+            print(f"{n}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
+
+
 def more(args) -> None:
     """Each side whose short answer does not check out asked again, of its next best excerpt (up
     to --answer-excerpts in all), in that excerpt's own pick conversation (the pick calls come
     from the response cache); records written to --to with each side's `tries`."""
     from pagerag.generate.window_judge import pick_sentence, short_answer, stating_sentence
-    from pagerag.llm.registry import get_llm
     from pagerag.records import StageCost
-    from pagerag.settings import load_settings
 
-    llm = get_llm(load_settings().llm)
-    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
-    done = {json.loads(l)["pair"] for l in Path(args.to).read_text().splitlines()} if Path(args.to).exists() else set()
-    with open(args.to, "a") as fh:
-        for i, r in enumerate(recs, 1):
-            if r["pair"] in done:
-                continue
-            started = time.perf_counter()
-            for name in ("says", "silent"):
-                side = r[name]
-                side["tries"] = tries = [[side["best"], side["short"]]]
-                order = sorted(range(len(side["p_some"])), key=lambda k: -side["p_some"][k])  # as first_stated_answer
-                for at in order[1:args.answer_excerpts]:
-                    if stating_sentence(tries[-1][1], r["question"], side["excerpts"][tries[-1][0]]) is not None:
-                        break
-                    reading = pick_sentence(llm, r["question"], side["excerpts"][at], StageCost())
-                    tries.append([at, short_answer(llm, r["question"], reading, StageCost())])
-                del side["excerpts"]
-            fh.write(json.dumps(r) + "\n")
-            fh.flush()
-            print(f"{i}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
+    def extend(llm, r: dict) -> None:
+        for name in ("says", "silent"):
+            side = r[name]
+            side["tries"] = tries = [[side["best"], side["short"]]]
+            order = sorted(range(len(side["p_some"])), key=lambda k: -side["p_some"][k])  # as first_stated_answer
+            for at in order[1:args.answer_excerpts]:
+                if stating_sentence(tries[-1][1], r["question"], side["excerpts"][tries[-1][0]]) is not None:
+                    break
+                reading = pick_sentence(llm, r["question"], side["excerpts"][at], StageCost())
+                tries.append([at, short_answer(llm, r["question"], reading, StageCost())])
+
+    extend_records(args, extend)
 
 
 def confirm(args) -> None:
     """Each tried short answer that checks out read again (window_judge.confirm_p_yes: do its
     sentence and the one before it say it answers the question?); records written to --to with
-    each side's `confirm`, one P(yes) per try (None where the answer did not check out)."""
+    each side's `confirm`, one P(yes) per try (None where the answer did not check out). A run's
+    values are kept: only the missing ones are asked."""
     from pagerag.generate.window_judge import confirm_p_yes, stating_sentence
-    from pagerag.llm.registry import get_llm
     from pagerag.records import StageCost
-    from pagerag.settings import load_settings
 
-    llm = get_llm(load_settings().llm)
-    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
-    done = {json.loads(l)["pair"] for l in Path(args.to).read_text().splitlines()} if Path(args.to).exists() else set()
-    with open(args.to, "a") as fh:
-        for i, r in enumerate(recs, 1):
-            if r["pair"] in done:
-                continue
-            started = time.perf_counter()
-            for name in ("says", "silent"):
-                side = r[name]
-                before = side.get("confirm") or []  # a run's values kept: only the missing ones are asked
-                side["confirm"] = []
-                for i, (at, short) in enumerate(tried(side, args.answer_excerpts)):
-                    span = stating_sentence(short, r["question"], side["excerpts"][at])
-                    known = before[i] if i < len(before) else None
-                    side["confirm"].append(None if span is None else known if known is not None else
-                                           confirm_p_yes(llm, r["question"], short, side["excerpts"][at], span, StageCost()))
-                del side["excerpts"]
-            fh.write(json.dumps(r) + "\n")
-            fh.flush()
-            print(f"{i}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
+    def extend(llm, r: dict) -> None:
+        for name in ("says", "silent"):
+            side = r[name]
+            before = side.get("confirm") or []
+            side["confirm"] = []
+            for i, (at, short) in enumerate(tried(side, args.answer_excerpts)):
+                span = stating_sentence(short, r["question"], side["excerpts"][at])
+                known = before[i] if i < len(before) else None
+                side["confirm"].append(None if span is None else known if known is not None else
+                                       confirm_p_yes(llm, r["question"], short, side["excerpts"][at], span, StageCost()))
+
+    extend_records(args, extend)
 
 
 def fresh(args) -> None:
@@ -178,33 +181,22 @@ def fresh(args) -> None:
     P(yes)], P(yes) None where it does not check out. A run's answers are kept (only the missing
     ones are asked)."""
     from pagerag.generate.window_judge import answer_anew, confirm_p_yes, stating_sentence
-    from pagerag.llm.registry import get_llm
     from pagerag.records import StageCost
-    from pagerag.settings import load_settings
 
-    llm = get_llm(load_settings().llm)
-    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
-    says, silent = checked_lists(recs, args.answer_excerpts)
-    done = {json.loads(l)["pair"] for l in Path(args.to).read_text().splitlines()} if Path(args.to).exists() else set()
-    with open(args.to, "a") as fh:
-        for i, (r, lists) in enumerate(zip(recs, zip(says, silent)), 1):
-            if r["pair"] in done:
-                continue
-            started = time.perf_counter()
-            for name, stated in zip(("says", "silent"), lists):
-                side = r[name]
-                if any(p is not None and p >= args.confirm_at for _, p in stated):
-                    side["fresh"] = None  # not asked: ask would not get this far
-                elif side.get("fresh") is None:
-                    excerpt = side["excerpts"][int(np.argmax(side["p_some"]))]
-                    short = answer_anew(llm, r["question"], excerpt, StageCost())
-                    span = stating_sentence(short, r["question"], excerpt)
-                    side["fresh"] = [short, None if span is None else
-                                     confirm_p_yes(llm, r["question"], short, excerpt, span, StageCost())]
-                del side["excerpts"]
-            fh.write(json.dumps(r) + "\n")
-            fh.flush()
-            print(f"{i}/{len(recs)} {r['pair']} {time.perf_counter() - started:.1f} s", flush=True)
+    def extend(llm, r: dict) -> None:
+        says, silent = checked_lists([r], args.answer_excerpts)
+        for name, stated in (("says", says[0]), ("silent", silent[0])):
+            side = r[name]
+            if any(p is not None and p >= args.confirm_at for _, p in stated):
+                side["fresh"] = None  # not asked: ask would not get this far
+            elif side.get("fresh") is None:
+                excerpt = side["excerpts"][int(np.argmax(side["p_some"]))]
+                short = answer_anew(llm, r["question"], excerpt, StageCost())
+                span = stating_sentence(short, r["question"], excerpt)
+                side["fresh"] = [short, None if span is None else
+                                 confirm_p_yes(llm, r["question"], short, excerpt, span, StageCost())]
+
+    extend_records(args, extend)
 
 
 def sides(recs: list[dict], kind: str, tries: int = 1, score_by: str = "best") -> tuple[np.ndarray, ...]:
