@@ -26,6 +26,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -119,10 +120,13 @@ def cut_candidates(book: str, data_dir: Path) -> list[dict]:
     return out
 
 
-def cut_pairs(book: str, text: str, candidates: list[dict]) -> tuple[list[Pair], str]:
+def cut_pairs(book: str, text: str, candidates: list[dict],
+              dropped: Counter | None = None) -> tuple[list[Pair], str]:
     """The cut questions of a book and the cut text: for each candidate, the sentences holding
     a gold string or overlapping a verbatim evidence quote; kept when they are few, the book's
-    cut stays small, and no gold string is left in the cut text."""
+    cut stays small, and no gold string is left in the cut text. Why each other candidate was
+    not cut is counted in `dropped`."""
+    dropped = Counter() if dropped is None else dropped
     spans = split_sentences(text)
     flat = [_collapse(text[s:e]) for s, e in spans]
     budget = int(MAX_CUT_SHARE * len(spans))
@@ -131,15 +135,19 @@ def cut_pairs(book: str, text: str, candidates: list[dict]) -> tuple[list[Pair],
     for cand in candidates:
         aliases = [a for a in cand["answers"] if usable_answer(a)]
         if not aliases or len(aliases) != len(cand["answers"]):
+            dropped["a gold string too long or empty to check"] += 1
             continue  # a long or empty gold string cannot be checked for absence
         patterns = [_alias_pattern(a) for a in aliases]
         holding = {i for i, s in enumerate(flat) if any(p.search(s) for p in patterns)}
         if not holding:
+            dropped["no gold string verbatim in the book"] += 1
             continue  # the book does not hold the gold string verbatim: nothing to check
         for quote in cand.get("evidence", []):
             q = _collapse(quote)
             holding |= {i for i, s in enumerate(flat) if s and (s in q or q in s)}
         if len(holding) > MAX_CUT_SENTENCES or len(taken | holding) > budget:
+            dropped[f"restated (over {MAX_CUT_SENTENCES} sentences)" if len(holding) > MAX_CUT_SENTENCES
+                    else f"over the book's cut budget ({MAX_CUT_SHARE:.0%} of its sentences)"] += 1
             continue
         chosen.append((cand, holding))
         taken |= holding
@@ -147,6 +155,7 @@ def cut_pairs(book: str, text: str, candidates: list[dict]) -> tuple[list[Pair],
     pairs = []
     for cand, holding in chosen:
         if any(_alias_pattern(a).search(cut_text) for a in cand["answers"]):
+            dropped["a gold string survives the cut"] += 1
             continue  # a gold string survives (across a sentence border, say): not really gone
         pairs.append(Pair(id=cand["id"], book=book, kind="cut", question=cand["question"], answers=list(cand["answers"]),
                           says="original", silent="cut", source=cand["source"],
@@ -191,7 +200,7 @@ def write_side(pairs_dir: Path, book: str, side: str, text: str) -> None:
 
 
 def make_book(book: str, out: Path, data_dir: Path, *, book_file: Path, qa_path: Path | None = None,
-              inserts_path: Path | None = None, cut: bool = True) -> list[Pair]:
+              inserts_path: Path | None = None, cut: bool = True, dropped: Counter | None = None) -> list[Pair]:
     """Write PAIRS/<book>/: pairs.jsonl and the sides' texts (`out` is PAIRS/<book>)."""
     out.mkdir(parents=True, exist_ok=True)
     original = book_file.read_text(encoding="utf-8")
@@ -200,7 +209,7 @@ def make_book(book: str, out: Path, data_dir: Path, *, book_file: Path, qa_path:
     if inserts_path is not None and inserts_path.is_file():
         pairs += insert_pairs(book, qa_path, inserts_path, out, book_file, data_dir.parent / "tools")
     if cut:
-        cut_list, cut_text = cut_pairs(book, original, cut_candidates(book, data_dir))
+        cut_list, cut_text = cut_pairs(book, original, cut_candidates(book, data_dir), dropped)
         write_side(out.parent, book, "cut", cut_text)
         pairs += cut_list
     write_jsonl(out / "pairs.jsonl", [asdict(p) for p in pairs])
@@ -223,10 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     for book in books:
         qa = data / "qa" / "train" / f"{book}.qa.jsonl"
         inserts = None if args.cut_only else data / "qa" / "train" / f"{book}.insert.jsonl"
+        dropped: Counter = Counter()
         pairs = make_book(book, args.out / book, data, book_file=data / "graphrag-bench-novel" / "texts" / f"{book}.txt",
-                          qa_path=qa, inserts_path=inserts)
+                          qa_path=qa, inserts_path=inserts, dropped=dropped)
         kinds = {k: sum(p.kind == k for p in pairs) for k in ("insert", "cut")}
-        print(f"{book}: {kinds['insert']} insert pairs, {kinds['cut']} cut pairs", flush=True)
+        why = ", ".join(f"{reason} {n}" for reason, n in dropped.most_common())
+        print(f"{book}: {kinds['insert']} insert pairs, {kinds['cut']} cut pairs"
+              + (f" (cut candidates not kept: {why})" if why else ""), flush=True)
     return 0
 
 

@@ -3,6 +3,8 @@ question's gold answer, a question whose answer the book restates everywhere is 
 calibration sample takes the books in turn."""
 from __future__ import annotations
 
+from collections import Counter
+
 from pagerag.train.calibration_sample import interleave
 from pagerag.train.pairs import MAX_CUT_SENTENCES, Pair, cut_pairs, remove_sentences
 
@@ -32,15 +34,18 @@ def test_a_cut_removes_every_sentence_holding_the_gold_and_keeps_the_rest():
 def test_an_answer_the_book_restates_too_often_is_not_cut():
     bell = candidate("q2", "What rang every evening?", ["The bell"])
     assert MAX_CUT_SENTENCES < 6
-    pairs, cut = cut_pairs("B", BOOK, [bell])
+    dropped = Counter()
+    pairs, cut = cut_pairs("B", BOOK, [bell], dropped)
     assert pairs == [] and "The bell rang at six." in cut
+    assert dropped == Counter({f"restated (over {MAX_CUT_SENTENCES} sentences)": 1})  # and it says why
 
 
 def test_a_gold_string_the_book_does_not_hold_gives_no_pair_and_evidence_quotes_are_cut_too():
     absent = candidate("q3", "Where was the smith born?", ["Carlisle"])
     horse = candidate("q4", "What was the horse called?", ["Thunder"], ["Corabel married the smith."])
-    pairs, cut = cut_pairs("B", BOOK, [absent, horse])
-    assert [p.id for p in pairs] == ["q4"]
+    dropped = Counter()
+    pairs, cut = cut_pairs("B", BOOK, [absent, horse], dropped)
+    assert [p.id for p in pairs] == ["q4"] and dropped == Counter({"no gold string verbatim in the book": 1})
     assert "Thunder" not in cut and "Corabel married the smith." not in cut
 
 
