@@ -37,6 +37,7 @@ Everything is appended to <work>/library.jsonl as it goes, so a partial run is a
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -213,6 +214,11 @@ def disk_mb(path: Path) -> float:
 TEXT_STAGES = ("load", "chunk", "embed", "extract")  # per document, spread over the executor's workers
 
 
+def have_now(position: int, all_books: list) -> int:
+    """The documents in the library after the step (the last step may add fewer than its size)."""
+    return min(position, len(all_books))
+
+
 def driver_share(r: dict) -> float:
     """An add's seconds less its text stages': what the driver does over the library (issue 30's
     growth measure, from the 2nd add to the last)."""
@@ -236,6 +242,23 @@ def print_table(rows: list[dict]) -> None:
         second, last = timed[1], timed[-1]
         print(f"\ndriver share (add - text stages): {driver_share(second):.1f} s at add {second['step']} -> "
               f"{driver_share(last):.1f} s at add {last['step']} ({driver_share(last) / driver_share(second):.1f}x)")
+        documents = dict(zip((r["step"] for r in rows), itertools.accumulate(r["added"] for r in rows)))
+        print(growth_line(timed[1:], [documents[r["step"]] for r in timed[1:]]))
+
+
+def growth_line(rows: list[dict], documents: list[int]) -> str:
+    """A least-squares line through the adds' driver shares against the library's documents after
+    each (share = fixed + per_doc * documents), and the per-document cost at which the last add
+    would cost 2x the first of them: growth <= 2x needs per_doc * (D_last - 2 D_first) <= fixed."""
+    import numpy as np
+
+    docs = np.array(documents, float)  # in the library after each add
+    share = np.array([driver_share(r) for r in rows])
+    per_doc, fixed = np.polyfit(docs, share, 1)
+    allowed = fixed / max(docs[-1] - 2 * docs[0], 1.0)
+    return (f"a line through adds {rows[0]['step']}-{rows[-1]['step']}: {fixed:.2f} s + {1000 * per_doc:.1f} ms per "
+            f"document of the library; <= 2x from {docs[0]:.0f} to {docs[-1]:.0f} documents needs <= "
+            f"{1000 * allowed:.1f} ms per document with that fixed part ({per_doc / allowed:.1f}x less)")
 
 
 def main() -> None:
@@ -325,7 +348,7 @@ def main() -> None:
         first = [r["recall"] for r in warm["rows"] if r["book"] == first_book]
         manifest = json.loads((repo / "manifest.json").read_text())
         stage_seconds = manifest.get("stage_seconds", {})
-        row = {"step": step, "added": len(batch), "books": position,
+        row = {"step": step, "added": len(batch), "books": have_now(position, all_books),
                "driver_s": round(sum(stage_seconds.get(k, 0) for k in DRIVER_STAGES), 1), "words": manifest["stats"]["words"],
                "passages": warm["passages"], "step_words": words, "seconds": round(wall, 1),
                "s_per_100k": wall / words * 1e5, "peak_rss_mb": rss, "disk_mb": disk_mb(repo),
