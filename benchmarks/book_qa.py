@@ -16,6 +16,8 @@ skips what is there, so an interrupted run resumes):
   dev   both DEV sets ($PAGERAG_DATA_DIR/qa) through `ask` (extractive), RCS metrics from their
         retrieval (label: every gold quote inside the evidence; 0 when unanswerable)
   baseline  only the plain RAG baseline of the llm stage
+  llm-dev   only the DEV part of the llm stage (its questions drawn as there), e.g. with
+            `--pipeline no-evidence-constraint` beside a default run: issue 29's natural-set target
   report    nothing is run: the tables are printed again from --out (results.jsonl, report.json),
             e.g. for an earlier run's directory
   llm   the local model (llm.gguf / PAGERAG_LLM__GGUF) through `ask` on `--llm-dev-per-set` questions
@@ -439,6 +441,8 @@ def main() -> int:
         report["rcs_dev"] = rcs_dev(results)
     if "llm" in stages:
         stage_llm(args.corpus, args.repos, args.work, results, args.llm_per_book, args.llm_dev_per_set, not args.no_baseline)
+    elif "llm-dev" in stages:  # the DEV sample alone (no corpus needed): a preset against another (--pipeline)
+        stage_dev(args.repos, args.work, results, "llm", local_llm(), dev_sample(args.llm_dev_per_set))
     elif "baseline" in stages:  # the plain RAG baseline alone (it needs no fitted model)
         plain_rag(args.corpus, args.repos, args.work, results, local_llm(), llm_sample(args.corpus, args.llm_per_book),
                   dev_sample(args.llm_dev_per_set))
