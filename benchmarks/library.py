@@ -243,7 +243,8 @@ def print_table(rows: list[dict]) -> None:
         print(f"\ndriver share (add - text stages): {driver_share(second):.1f} s at add {second['step']} -> "
               f"{driver_share(last):.1f} s at add {last['step']} ({driver_share(last) / driver_share(second):.1f}x)")
         documents = dict(zip((r["step"] for r in rows), itertools.accumulate(r["added"] for r in rows)))
-        print(growth_line(timed[1:], [documents[r["step"]] for r in timed[1:]]))
+        if len(timed) > 5:  # a line through fewer adds says little
+            print(growth_line(timed[1:], [documents[r["step"]] for r in timed[1:]]))
 
 
 def growth_line(rows: list[dict], documents: list[int]) -> str:
@@ -432,8 +433,8 @@ DRIVER_STAGES = ("index", "raw_graph", "govern", "communities", "entity_vectors"
 def project(local: list[dict], ray_rows: list[dict], args) -> None:
     """Text stages: CPU-seconds per 100k words, summed over the Ray tasks (process time, so the
     other jobs on this machine count less than in wall time), spread over the cluster's cores at
-    80% efficiency. Driver stages (graph, BM25): per add, a least-squares line in the library's
-    size through the local run's steps. Peak RSS likewise."""
+    80% efficiency. The driver's share of an add (the add less its text stages): a least-squares
+    line in the library's size through the local run's adds. Peak RSS likewise."""
     import numpy as np
 
     task = sum(v for r in ray_rows for k, v in r["stage_seconds"].items() if k.startswith("ray_") and k.endswith("_task_s"))
@@ -441,9 +442,14 @@ def project(local: list[dict], ray_rows: list[dict], args) -> None:
     stages = {k: sum(r["stage_seconds"].get(f"ray_{k}_task_s", 0) for r in ray_rows) / sum(r["step_words"] for r in ray_rows) * 1e5
               for k in ("chunk", "embed", "windows", "extract")  # "windows": rows from before they were pooled in "embed"
               if any(f"ray_{k}_task_s" in r["stage_seconds"] for r in ray_rows)}
+    local = local[1:] if len(local) > 2 else local  # the first step is a build (and pays one-time exports)
     x = np.array([r["words"] for r in local], float)
-    driver = np.array([sum(r["stage_seconds"].get(k, 0) for k in DRIVER_STAGES) for r in local])
+    graph = np.array([sum(r["stage_seconds"].get(k, 0) for k in DRIVER_STAGES) for r in local])
+    # the driver's whole share of an add (the add less its text stages: the graph stages, and the
+    # reading, writing, validating and publishing of the version and its query snapshot)
+    driver = np.array([driver_share(r) for r in local])
     rss = np.array([r["peak_rss_mb"] for r in local])
+    ga, gb = np.polyfit(x, graph, 1)
     a, b = np.polyfit(x, driver, 1)
     ra, rb = np.polyfit(x, rss, 1)
     total_words = args.books * args.words_per_book
@@ -452,7 +458,8 @@ def project(local: list[dict], ray_rows: list[dict], args) -> None:
     driver_h = sum(a * w + b for w in range(step, total_words + 1, step)) / 3600
     print(f"text stages: {per_100k:.1f} CPU-s per 100k words (" + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()) +
           f"), measured over {len(ray_rows)} Ray steps")
-    print(f"driver stages per add: {a * 1e5:.2f} s per 100k words of library + {b:.1f} s (fit over {len(local)} local steps)")
+    print(f"driver share per add: {a * 1e5:.2f} s per 100k words of library + {b:.1f} s (fit over {len(local)} local adds; "
+          f"its graph stages alone {ga * 1e5:.2f} s + {gb:.1f} s)")
     print(f"peak RSS: {ra * 1e5:.1f} MB per 100k words of library + {rb:.0f} MB")
     print(f"{args.books} books x {args.words_per_book:,} words, adds of {args.batch} books, {args.cores} cores:")
     print(f"  text stages {text_h:.1f} h, driver stages {driver_h:.1f} h (the last add's {((a * total_words + b) / 3600):.2f} h), "
