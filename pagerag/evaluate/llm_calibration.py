@@ -210,14 +210,6 @@ def held_out_sides(says: np.ndarray, silent: np.ndarray, books: np.ndarray, righ
     return answered, refused
 
 
-def held_out(says: np.ndarray, silent: np.ndarray, books: np.ndarray, right: np.ndarray | None = None,
-             gives: np.ndarray | None = None) -> dict[str, float]:
-    """Each book's pairs decided by the tau chosen on the other books; the figures over all."""
-    answered, refused = held_out_sides(says, silent, books, right, gives)
-    return {"answered_where_says": float(answered.mean()), "refused_where_not": float(refused.mean()),
-            "both": float((answered & refused).mean())}
-
-
 def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], None] | None = None,
                   limit: int | None = None, judge: str = "pick", answer_tries: int = 0,
                   confirm: bool = True, anew: bool = False) -> tuple[dict, dict]:

@@ -335,8 +335,7 @@ def answer_anew(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost) -> s
     answer_excerpt): the pick's conversation answers from the sentence the pick named, and the
     pick often names the sentence beside the answer's."""
     messages = render_prompt("answer_excerpt", question=question, excerpt=_defuse(fold_space(excerpt.text)))
-    reply = charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text
-    return fold_space(reply).strip(" .\"'\u201c\u201d")
+    return _short_reply(charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text)
 
 
 def first_stated_answer(llm: LLM, question: str, readings: list[ExcerptReading], cost: StageCost,
@@ -383,8 +382,12 @@ def short_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCo
     """The model's reply, asked in the pick's conversation for the answer in a few words."""
     messages = pick_messages(question, unit_texts(reading.excerpt)) + \
         [{"role": "assistant", "content": str(reading.pick)}] + render_prompt("pick_answer")
-    reply = charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text
-    return fold_space(reply).strip(" .\"'\u201c\u201d")
+    return _short_reply(charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text)
+
+
+def _short_reply(text: str) -> str:
+    """A short answer as the model wrote it, without the quote marks and full stop around it."""
+    return fold_space(text).strip(" .\"'\u201c\u201d")
 
 
 def stating_sentence(short: str, question: str, excerpt: Excerpt) -> tuple[int, int] | None:
