@@ -42,7 +42,7 @@ import random
 import statistics
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -122,6 +122,8 @@ def summary(rows: list[dict]) -> dict:
     return {"n": len(rows), "answerable": len(ans), "unanswerable": len(una), "correct_refusal": ref, "false_refusal": fr,
             "strict": strict, "lenient": lenient, "bbs": bbs, "p_auc": p_auc(rows), "reader_auc": p_auc(rows, "reader_best"),
             "refused_by_kind": by_kind,
+            "refusal_reasons": {k: dict(Counter(r["reason"] for r in rows if r["kind"] == k and r["decision"] == "refused"))
+                                for k in kinds},
             "p_answered_unanswerable": [min(leaked), max(leaked)] if leaked else [], "tokens": statistics.median([r.get("tokens", 0) for r in rows]) if rows else 0,
             "latency_ms": {s: statistics.median(v) for s, v in sorted(stages.items())}}
 
@@ -384,11 +386,14 @@ def print_tables(report: dict) -> None:
         print(f"| {key[0]} | {key[1]} | {s['n']} | {pct(s['correct_refusal'])} | {pct(s['false_refusal'])} | "
               f"{pct(s['strict'])} | {pct(s['lenient'])} | {pct(s['bbs'])} | {num(s.get('p_auc'))} | "
               f"{num(s.get('reader_auc'))} | {lat} |")
-    print("\nrefused, by example kind (%); P(sufficient) range of the unanswerable questions answered:")
+    print("\nrefused, by example kind (%); P(sufficient) range of the unanswerable questions answered; refusal reasons:")
     for key, s in report["qa"].items():
         kinds = ", ".join(f"{k} {pct(v)}" for k, v in s.get("refused_by_kind", {}).items())
         leaked = s.get("p_answered_unanswerable") or []
-        print(f"  {key[0]} / {key[1]}: {kinds}" + (f"; answered unanswerable P {leaked[0]:.2f}-{leaked[1]:.2f}" if leaked else ""))
+        reasons = "; ".join(f"{k}: " + ", ".join(f"{why} {n}" for why, n in sorted(v.items()))
+                            for k, v in s.get("refusal_reasons", {}).items() if v)
+        print(f"  {key[0]} / {key[1]}: {kinds}" + (f"; answered unanswerable P {leaked[0]:.2f}-{leaked[1]:.2f}" if leaked else "")
+              + (f" (refused for: {reasons})" if reasons else ""))
     for name in ("rcs_lobo", "rcs_test", "rcs_test (no borrowed)", "rcs_dev"):
         table = report.get(name) or {}
         if not table:

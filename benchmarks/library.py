@@ -242,8 +242,8 @@ def print_table(rows: list[dict]) -> None:
         second, last = timed[1], timed[-1]
         print(f"\ndriver share (add - text stages): {driver_share(second):.1f} s at add {second['step']} -> "
               f"{driver_share(last):.1f} s at add {last['step']} ({driver_share(last) / driver_share(second):.1f}x)")
-        documents = dict(zip((r["step"] for r in rows), itertools.accumulate(r["added"] for r in rows)))
         if len(timed) > 5:  # a line through fewer adds says little
+            documents = dict(zip((r["step"] for r in rows), itertools.accumulate(r["added"] for r in rows)))
             print(growth_line(timed[1:], [documents[r["step"]] for r in timed[1:]]))
 
 
@@ -462,7 +462,7 @@ def project(local: list[dict], ray_rows: list[dict], args) -> None:
           f"its graph stages alone {ga * 1e5:.2f} s + {gb:.1f} s)")
     print(f"peak RSS: {ra * 1e5:.1f} MB per 100k words of library + {rb:.0f} MB")
     print(f"{args.books} books x {args.words_per_book:,} words, adds of {args.batch} books, {args.cores} cores:")
-    print(f"  text stages {text_h:.1f} h, driver stages {driver_h:.1f} h (the last add's {((a * total_words + b) / 3600):.2f} h), "
+    print(f"  text stages {text_h:.1f} h, driver {driver_h:.1f} h (the last add's {((a * total_words + b) / 3600):.2f} h), "
           f"total {text_h + driver_h:.1f} h, about ${(text_h + driver_h) * args.price:.0f} at ${args.price}/h")
     print(f"  one build of all of it: text {text_h:.1f} h + driver {(a * total_words + b) / 3600:.1f} h; "
           f"driver peak RSS about {(ra * total_words + rb) / 1000:.0f} GB")

@@ -340,11 +340,12 @@ def fit(args) -> None:
 
 def where(args) -> None:
     """On the answering sides without a right checked answer (at --answer-excerpts): how many
-    hold a gold answer string in their best excerpt, in the second best, in any of them."""
+    hold a gold answer string in their best excerpt, in the second best, in any of them; and how
+    many have no short answer that checks out at all, with a gold string in the best excerpt."""
     from pagerag.evaluate.scoring import lenient_by_recall
 
     recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
-    wrong = best = second = anywhere = 0
+    wrong = best = second = anywhere = unchecked = unchecked_best = 0
     for r in recs:
         side = r["says"]
         answer = answer_of(side, "require", r["question"], args.answer_excerpts)
@@ -354,8 +355,11 @@ def where(args) -> None:
         holds = [any(g.lower() in e.text.lower() for g in r["answers"]) for e in side["excerpts"][:len(order)]]
         wrong, best, anywhere = wrong + 1, best + holds[order[0]], anywhere + any(holds)
         second += len(order) > 1 and holds[order[1]]
+        if not answer:  # no tried short answer checks out at all
+            unchecked, unchecked_best = unchecked + 1, unchecked_best + holds[order[0]]
     print(f"{len(recs)} pairs; answering sides without a right checked answer: {wrong}; a gold answer string in the "
-          f"best excerpt {best}, in the second best {second}, in any {anywhere}")
+          f"best excerpt {best}, in the second best {second}, in any {anywhere}; of them, no short answer checks out: "
+          f"{unchecked}, a gold answer string in the best excerpt {unchecked_best}")
 
 
 def main() -> None:
