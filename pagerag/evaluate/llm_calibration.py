@@ -129,14 +129,23 @@ def choose_confirmed(says: np.ndarray, silent: np.ndarray, variants: dict) -> tu
 
 def held_out_confirmed(says: np.ndarray, silent: np.ndarray, books: np.ndarray, variants: dict) -> dict[str, float]:
     """Each book's pairs decided by the confirm threshold and tau chosen on the other books (nested)."""
+    answered, refused = confirmed_sides(says, silent, books, variants)
+    return {"answered_where_says": float(answered.mean()), "refused_where_not": float(refused.mean()),
+            "both": float((answered & refused).mean())}
+
+
+def confirmed_sides(says: np.ndarray, silent: np.ndarray, books: np.ndarray,
+                    variants: dict) -> tuple[np.ndarray, np.ndarray]:
+    """pair_sides with each book's pairs decided by the variant (confirm threshold) and tau chosen
+    on the other books (a single book: the first variant at 0.5)."""
     answered, refused = np.zeros(says.size, bool), np.zeros(says.size, bool)
     for book in np.unique(books):
         held, other = books == book, books != book
-        c, tau, _ = choose_confirmed(says[other], silent[other], {k: (r[other], g[other]) for k, (r, g) in variants.items()})
+        c, tau = choose_confirmed(says[other], silent[other], {k: (r[other], g[other]) for k, (r, g) in variants.items()})[:2] \
+            if other.any() else (next(iter(variants)), 0.5)
         right, gives = variants[c]
         answered[held], refused[held] = pair_sides(says[held], silent[held], tau, right[held], gives[held])
-    return {"answered_where_says": float(answered.mean()), "refused_where_not": float(refused.mean()),
-            "both": float((answered & refused).mean())}
+    return answered, refused
 
 
 def control_scores(llm, rows: list[dict], judge: str, progress: Callable[[], None] | None = None) -> list[float | None]:
@@ -199,15 +208,9 @@ def held_out_sides(says: np.ndarray, silent: np.ndarray, books: np.ndarray, righ
                    gives: np.ndarray | None = None, tau: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """pair_sides with each book's pairs decided by the tau chosen on the other books (or at `tau`)."""
     right, gives = _all(right, says), _all(gives, silent)
-    answered = np.zeros(says.size, bool)
-    refused = np.zeros(says.size, bool)
-    for book in np.unique(books):
-        held = books == book
-        other = ~held
-        t = tau if tau is not None else choose_tau(says[other], silent[other], right[other], gives[other]) \
-            if other.any() else 0.5
-        answered[held], refused[held] = pair_sides(says[held], silent[held], t, right[held], gives[held])
-    return answered, refused
+    if tau is not None:
+        return pair_sides(says, silent, tau, right, gives)
+    return confirmed_sides(says, silent, books, {None: (right, gives)})
 
 
 def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], None] | None = None,
