@@ -18,6 +18,8 @@ skips what is there, so an interrupted run resumes):
   baseline  only the plain RAG baseline of the llm stage
   llm-dev   only the DEV part of the llm stage (its questions drawn as there), e.g. with
             `--pipeline no-evidence-constraint` beside a default run: issue 29's natural-set target
+  llm-train the same on the training books' written sets (`--llm-train-per-book` each, their mix;
+            `--train-repos` holds their repositories): where a change is seen before any DEV run
   report    nothing is run: the tables are printed again from --out (results.jsonl, report.json),
             e.g. for an earlier run's directory
   llm   the local model (llm.gguf / PAGERAG_LLM__GGUF) through `ask` on `--llm-dev-per-set` questions
@@ -100,7 +102,8 @@ def scored(system: str, set_name: str, qid: str, kind: str, golds: list[str], an
             "strict": bool(ok and strict_match(answer.answer, golds)), "lenient": bool(ok and lenient_by_recall(answer.answer, golds)),
             "rcs": answer.rcs, "tau": answer.tau, "p": answer.verdict.score if answer.verdict else None,
             "reader_p": (answer.reader or {}).get("p"),
-            "latency_ms": answer.latency_ms, "tokens": answer.prompt_tokens, "wall_ms": round((time.perf_counter() - started) * 1000, 1)}
+            "latency_ms": answer.latency_ms, "tokens": answer.prompt_tokens, "wall_ms": round((time.perf_counter() - started) * 1000, 1),
+            "judged": answer.judged, "notes": answer.notes}
 
 
 def summary(rows: list[dict]) -> dict:
@@ -225,12 +228,15 @@ def dev_repo(name: str, repos: Path, work: Path) -> Path:
     return repo
 
 
-def stage_dev(repos: Path, work: Path, results: Results, system: str = "extractive", llm=None, items=None) -> None:
+def stage_dev(repos: Path, work: Path, results: Results, system: str = "extractive", llm=None, items=None,
+              repo_of=None) -> None:
+    """Each set's questions through `ask`; `repo_of(set name)` is its repository (default: the DEV
+    sets')."""
     from pagerag.api import PageRAG
     from pagerag.generate.gate import retrieval_features
 
     for name, questions in (items or dev_items()).items():
-        rag = PageRAG(dev_repo(name, repos, work), pipeline=PIPELINE, llm=llm or "extractive")
+        rag = PageRAG(repo_of(name) if repo_of else dev_repo(name, repos, work), pipeline=PIPELINE, llm=llm or "extractive")
         for q in questions:
             if (system, name, q.id) in results.done:
                 continue
@@ -249,15 +255,29 @@ def stage_dev(repos: Path, work: Path, results: Results, system: str = "extracti
 def dev_sample(per_set: int, seed: int = 0) -> dict:
     """Per DEV set, `per_set` questions in its own mix (60% answerable), drawn with a fixed seed."""
     rng = random.Random(seed)
-    out = {}
-    for name, items in dev_items().items():
-        answerable = [q for q in items if q.answerable]
-        unanswerable = [q for q in items if not q.answerable]
-        rng.shuffle(answerable)
-        rng.shuffle(unanswerable)
-        k = round(per_set * len(answerable) / len(items))
-        out[name] = answerable[:k] + unanswerable[: per_set - k]
-    return out
+    return {name: drawn(items, per_set, rng) for name, items in dev_items().items()}
+
+
+def train_sample(per_book: int, seed: int = 0) -> dict:
+    """Per training book, `per_book` questions of its written set (qa/train) in the set's mix (60%
+    answerable), drawn with a fixed seed: the natural questions of the books the decision is
+    fitted on, to see a change there before any DEV run."""
+    from pagerag.evaluate.formats import load_questions
+    from pagerag.train.books import TRAIN_BOOKS
+
+    rng = random.Random(seed)
+    return {book: drawn(load_questions(data_dir() / "qa" / "train" / f"{book}.qa.jsonl").items, per_book, rng)
+            for book in sorted(TRAIN_BOOKS)}
+
+
+def drawn(items: list, k: int, rng: random.Random) -> list:
+    """`k` of a set's questions in its mix of answerable and unanswerable ones."""
+    answerable = [q for q in items if q.answerable]
+    unanswerable = [q for q in items if not q.answerable]
+    rng.shuffle(answerable)
+    rng.shuffle(unanswerable)
+    n = round(k * len(answerable) / len(items))
+    return answerable[:n] + unanswerable[: k - n]
 
 
 def llm_sample(corpus: Path, per_book: int, seed: int = 0):
@@ -417,6 +437,9 @@ def main() -> int:
     ap.add_argument("--stages", default="lobo,test,dev")
     ap.add_argument("--llm-per-book", type=int, default=8, help="Test-book examples per book for the LLM (half answerable).")
     ap.add_argument("--llm-dev-per-set", type=int, default=20, help="DEV questions per set for the LLM (its own mix).")
+    ap.add_argument("--llm-train-per-book", type=int, default=10,
+                    help="Training-book questions per book for llm-train (their written sets' mix).")
+    ap.add_argument("--train-repos", type=Path, help="The training books' repositories (Novel-*.rag), for llm-train.")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--pair-out", type=Path, action="append", default=[],
                     help="A benchmarks/pair_qa.py --out folder (repeatable): its pair table is printed beside these, "
@@ -446,14 +469,22 @@ def main() -> int:
         report["rcs_dev"] = rcs_dev(results)
     if "llm" in stages:
         stage_llm(args.corpus, args.repos, args.work, results, args.llm_per_book, args.llm_dev_per_set, not args.no_baseline)
-    elif "llm-dev" in stages:  # the DEV sample alone (no corpus needed): a preset against another (--pipeline)
-        stage_dev(args.repos, args.work, results, "llm", local_llm(), dev_sample(args.llm_dev_per_set))
+    elif "llm-dev" in stages or "llm-train" in stages:  # natural sets alone: a preset against another (--pipeline)
+        if "llm-train" in stages:
+            if args.train_repos is None:
+                raise SystemExit("error: the llm-train stage needs --train-repos (a folder of Novel-*.rag)")
+            stage_dev(args.repos, args.work, results, "llm", local_llm(), train_sample(args.llm_train_per_book),
+                      repo_of=lambda book: args.train_repos / f"{book}.rag")
+        if "llm-dev" in stages:
+            stage_dev(args.repos, args.work, results, "llm", local_llm(), dev_sample(args.llm_dev_per_set))
     elif "baseline" in stages:  # the plain RAG baseline alone (it needs no fitted model)
         plain_rag(args.corpus, args.repos, args.work, results, local_llm(), llm_sample(args.corpus, args.llm_per_book),
                   dev_sample(args.llm_dev_per_set))
+    from pagerag.train.books import TRAIN_BOOKS
+
     groups = defaultdict(list)
     for r in results.rows:
-        where = "DEV" if r["set"] in DEV else "test books"
+        where = "DEV" if r["set"] in DEV else "training books" if r["set"] in TRAIN_BOOKS else "test books"
         groups[(r["set"], r["system"])].append(r)
         groups[(where, r["system"])].append(r)
         if where == "test books" and r["kind"] != "borrowed":  # comparable with a corpus without them
