@@ -169,12 +169,7 @@ def judge_score(p_yes: list[float], feature: str = "max") -> float:
 def judge_p_yes(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost) -> float:
     """P(yes) that the excerpt states the answer: from the log-probabilities of the first reply
     token; from the reply itself (yes: 1, anything else: 0) when the backend gives none."""
-    messages = judge_messages(question, excerpt)
-    p = charged(llm, cost, lambda: llm.yes_no_logprob(messages))
-    if p is not None:
-        return float(p)
-    reply = charged(llm, cost, lambda: llm.complete(messages, max_tokens=3, temperature=0.0)).text
-    return 1.0 if reply.strip().strip(".!*\"'").lower().startswith("yes") else 0.0
+    return _p_yes(llm, judge_messages(question, excerpt), cost)
 
 
 def read_excerpt(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost, ask_quote_at: float | None,
@@ -355,13 +350,18 @@ def confirmed_enough(stated: StatedAnswer, confirm_at: float | None) -> bool:
     return confirm_at is None or (stated.confirmed is not None and stated.confirmed >= confirm_at)
 
 
-def confirm_messages(question: str, answer: str, excerpt: Excerpt, span: tuple[int, int]) -> Messages:
-    """The stating sentence with the one before it (its subject is often there), from the excerpt."""
+def stating_context(excerpt: Excerpt, span: tuple[int, int]) -> str:
+    """The sentence at source span `span` with the one before it (its subject is often there),
+    from the excerpt."""
     spans = [(excerpt.start + s, excerpt.start + e) for s, e in split_sentences(excerpt.text)]
     at = next((i for i, (s, e) in enumerate(spans) if s <= span[0] < e), 0)
     start = spans[at - 1][0] if at else span[0]
-    text = excerpt.text[start - excerpt.start: span[1] - excerpt.start]
-    return render_prompt("confirm_answer", question=question, answer=_defuse(answer), sentences=_defuse(fold_space(text)))
+    return _defuse(fold_space(excerpt.text[start - excerpt.start: span[1] - excerpt.start]))
+
+
+def confirm_messages(question: str, answer: str, excerpt: Excerpt, span: tuple[int, int]) -> Messages:
+    return render_prompt("confirm_answer", question=question, answer=_defuse(answer),
+                         sentences=stating_context(excerpt, span))
 
 
 def confirm_p_yes(llm: LLM, question: str, answer: str, excerpt: Excerpt, span: tuple[int, int], cost: StageCost) -> float:
@@ -370,7 +370,20 @@ def confirm_p_yes(llm: LLM, question: str, answer: str, excerpt: Excerpt, span: 
     silent, the answer that checks out is a word of a sentence near the question's subject; asked
     of that sentence alone whether it says so, the model says yes less often (training pairs:
     docs/pairs.md)."""
-    messages = confirm_messages(question, answer, excerpt, span)
+    return _p_yes(llm, confirm_messages(question, answer, excerpt, span), cost)
+
+
+def sentence_p_yes(llm: LLM, question: str, excerpt: Excerpt, span: tuple[int, int], cost: StageCost) -> float:
+    """P(yes) that the sentence at `span` (with the one before it) itself answers the question
+    (prompts/confirm_sentence): the reading of the named sentence when no short answer checks
+    out -- many questions are not answered in a few words (why, how, what happened)."""
+    messages = render_prompt("confirm_sentence", question=question, sentences=stating_context(excerpt, span))
+    return _p_yes(llm, messages, cost)
+
+
+def _p_yes(llm: LLM, messages: Messages, cost: StageCost) -> float:
+    """P(yes) from the first reply token's log-probabilities; the reply, taken as certain, when
+    the backend gives none."""
     p = charged(llm, cost, lambda: llm.yes_no_logprob(messages))
     if p is not None:
         return float(p)
