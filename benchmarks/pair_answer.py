@@ -199,46 +199,6 @@ def fresh(args) -> None:
     extend_records(args, extend)
 
 
-def sentence(args) -> None:
-    """Where no checked answer (with `fresh`'s) reaches the grid's highest confirm threshold, the
-    sentence the pick named in the best excerpt (when it bears on the question) read as the
-    answer itself (window_judge.sentence_p_yes, prompts/confirm_sentence); records written to --to
-    with each side's `sentence`: [the sentence, P(yes)], or None (not reached, or no sentence)."""
-    from pagerag.evaluate.llm_calibration import CONFIRM_GRID
-    from pagerag.generate.window_judge import sentence_p_yes
-    from pagerag.records import StageCost
-
-    highest = max(c for c in CONFIRM_GRID if c is not None)
-
-    def extend(llm, r: dict) -> None:
-        says, silent = checked_lists([r], args.answer_excerpts, with_fresh=True)
-        for name, stated in (("says", says[0]), ("silent", silent[0])):
-            side = r[name]
-            span = picked_span(side)
-            if any(p is not None and p >= highest for _, p in stated) or span is None:
-                side["sentence"] = None
-            elif side.get("sentence") is None:
-                excerpt = side["excerpts"][side["best"]]
-                text = " ".join(excerpt.text[span[0] - excerpt.start: span[1] - excerpt.start].split())
-                side["sentence"] = [text, sentence_p_yes(llm, r["question"], excerpt, span, StageCost())]
-
-    extend_records(args, extend)
-
-
-def picked_span(side: dict) -> tuple[int, int] | None:
-    """The source span of the sentence the pick named in the side's best excerpt (its `picked`
-    text, kept when it bears on the question), or None."""
-    from pagerag.generate.window_judge import excerpt_units
-
-    if not side.get("picked"):
-        return None
-    excerpt = side["excerpts"][side["best"]]
-    for s, e in excerpt_units(excerpt):
-        if " ".join(excerpt.text[s - excerpt.start: e - excerpt.start].split()) == side["picked"]:
-            return s, e
-    return None
-
-
 def sides(recs: list[dict], kind: str, tries: int = 1, score_by: str = "best") -> tuple[np.ndarray, ...]:
     """Per pair: the says and silent sides' scores, whether the says side's answer (pick_answer
     mode `kind`) is right, and whether the silent side has an answer to give."""
@@ -273,33 +233,23 @@ def confirmed(args) -> None:
     """Both sides right held out by book when an answer must also pass its second reading: each
     confirm threshold of the calibration's grid (tau chosen on the other books), and both chosen
     on the other books (nested: llm_calibration.held_out_confirmed, as `pagerag calibrate --llm`
-    reports it); with --sentence (`sentence`'s records), each threshold of the named sentence's
-    reading too, at the confirm threshold the other books chose."""
-    from pagerag.evaluate.llm_calibration import confirm_variants, held_out_confirmed
+    reports it)."""
+    from pagerag.evaluate.llm_calibration import CONFIRM_GRID, confirm_variants, held_out_confirmed
 
     recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
     books = np.array([r["book"] for r in recs])
     says, silent = sides(recs, "require", args.answer_excerpts)[:2]
-    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs],
-                                sentences=sentence_lists(recs) if args.sentence else None)
+    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs])
     print(f"{len(recs)} pairs, {len(set(books))} books, {args.answer_excerpts} answer excerpts")
-    print("| confirm threshold | sentence threshold | right where the book says | refused where it does not | **both** |")
-    print("|---|---|---:|---:|---:|")
-    for (c, t), flags in variants.items():
-        answered, refused = held_out_sides(says, silent, books, *flags)
-        print(f"| {c if c is not None else 'none (no second reading)'} | {t if t is not None else 'never'} | "
-              f"{100 * answered.mean():.1f} | {100 * refused.mean():.1f} | **{100 * (answered & refused).mean():.1f}** |")
+    print("| confirm threshold | right where the book says | refused where it does not | **both** |")
+    print("|---|---:|---:|---:|")
+    for c in CONFIRM_GRID:
+        answered, refused = held_out_sides(says, silent, books, *variants[c])
+        print(f"| {c if c is not None else 'none (no second reading)'} | {100 * answered.mean():.1f} | "
+              f"{100 * refused.mean():.1f} | **{100 * (answered & refused).mean():.1f}** |")
     nested = held_out_confirmed(says, silent, books, variants)
-    print(f"| chosen with tau on the other books (nested) | | {100 * nested['answered_where_says']:.1f} | "
+    print(f"| chosen with tau on the other books (nested) | {100 * nested['answered_where_says']:.1f} | "
           f"{100 * nested['refused_where_not']:.1f} | **{100 * nested['both']:.1f}** |")
-
-
-def sentence_lists(recs: list[dict]) -> tuple[list, list]:
-    """Per pair, each side's named sentence with its reading's P(yes) (`sentence`'s records), or None."""
-    def read(side: dict):
-        return tuple(side["sentence"]) if side.get("sentence") else None
-
-    return [read(r["says"]) for r in recs], [read(r["silent"]) for r in recs]
 
 
 def figures(recs: list[dict], kind: str, tau: float | None = None, tries: int = 1, score_by: str = "best") -> dict:
@@ -374,7 +324,7 @@ def report(args) -> None:
 def fit(args) -> None:
     """The pick's threshold for the answers `generate.pick_answer = require` gives (the short
     answer when it checks out, else none) and, on `confirm`'s records, the threshold its second
-    reading must reach (and with --sentence the named sentence's): those with the most pairs right on both sides, on every pair of the run
+    reading must reach: those with the most pairs right on both sides, on every pair of the run
     (llm_calibration.choose_confirmed, as `pagerag calibrate --llm`); shipped
     (generate/models/pick_decision.json) with --write."""
     from pagerag.evaluate.llm_calibration import CONFIRM_GRID, choose_confirmed, confirm_variants
@@ -382,12 +332,10 @@ def fit(args) -> None:
     recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
     says, silent = sides(recs, "require", args.answer_excerpts)[:2]
     grid = CONFIRM_GRID if all("confirm" in r["says"] for r in recs) else (None,)
-    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs], grid,
-                                sentences=sentence_lists(recs) if args.sentence else None)
-    (confirm_at, sentence_at), tau, both = choose_confirmed(says, silent, variants)
+    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs], grid)
+    confirm_at, tau, both = choose_confirmed(says, silent, variants)
     write_decision("null", tau, both, recs, f"python benchmarks/pair_answer.py fit --out {Path(args.out).name} "
-                   f"--answer-excerpts {args.answer_excerpts}" + (" --fresh" if args.fresh else "")
-                   + (" --sentence" if args.sentence else ""), args.write, confirm_at, sentence_at)
+                   f"--answer-excerpts {args.answer_excerpts}" + (" --fresh" if args.fresh else ""), args.write, confirm_at)
 
 
 def where(args) -> None:
@@ -444,26 +392,20 @@ def main() -> None:
     cf.add_argument("--out", required=True, help="`confirm`'s records")
     cf.add_argument("--sample", default=str(SAMPLE))
     cf.add_argument("--fresh", action="store_true", help="`fresh`'s answer tried after the others")
-    for q in (cf, f):
-        q.add_argument("--sentence", action="store_true", help="`sentence`'s named sentence read as the answer last")
     fr = sub.add_parser("fresh", help="experiment: the best excerpt asked once more without the pick's number")
     fr.add_argument("--out", required=True, help="`confirm`'s records")
     fr.add_argument("--to", required=True)
     fr.add_argument("--sample", default=str(SAMPLE))
     fr.add_argument("--confirm-at", type=float, default=0.65)
-    sn = sub.add_parser("sentence", help="the named sentence read as the answer where no checked answer is confirmed")
-    sn.add_argument("--out", required=True, help="`fresh`'s records")
-    sn.add_argument("--to", required=True)
-    sn.add_argument("--sample", default=str(SAMPLE))
     w = sub.add_parser("where", help="where the gold answer is, on the answering sides without a right checked answer")
     w.add_argument("--out", required=True)
     w.add_argument("--sample", default=str(SAMPLE))
-    for q in (p, f, m, w, c, cf, fr, sn):
+    for q in (p, f, m, w, c, cf, fr):
         q.add_argument("--answer-excerpts", type=int, default=1, help="how many of the best excerpts may give the short answer")
     p.add_argument("--score-by", choices=("best", "answering"), default="best",
                    help="a side's score: its best excerpt's, or the excerpt's whose short answer checks out")
     args = ap.parse_args()
-    {"run": run, "report": report, "fit": fit, "more": more, "where": where, "confirm": confirm, "confirmed": confirmed, "fresh": fresh, "sentence": sentence}[args.cmd](args)
+    {"run": run, "report": report, "fit": fit, "more": more, "where": where, "confirm": confirm, "confirmed": confirmed, "fresh": fresh}[args.cmd](args)
 
 
 if __name__ == "__main__":

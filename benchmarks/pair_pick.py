@@ -266,10 +266,9 @@ def fit(args) -> None:
 
 
 def write_decision(how: str, tau: float, both: float, recs: list[dict], command: str, write: bool,
-                   confirm_at: float | None = None, sentence_at: float | None = None) -> None:
+                   confirm_at: float | None = None) -> None:
     """Print the pick's decision fitted on `recs`; with `write`, ship it (generate/models/pick_decision.json)."""
     decision = {"feature": how, "tau": round(tau, 4), **({"confirm_at": confirm_at} if confirm_at is not None else {}),
-                **({"sentence_at": sentence_at} if sentence_at is not None else {}),
                 "pairs": len(recs),
                 "books": sorted({r["book"] for r in recs}), "both_right_in_sample": round(float(both), 4),
                 "fitted_with": "Qwen2.5-Coder-1.5B-Instruct (../shared/tools/local-llm), 4 excerpts a side",

@@ -290,12 +290,6 @@ class GenerateSettings(_Section):
         "(prompts/answer_excerpt; one call). On 317 training pairs held out by book, both sides right 44.8% -> 46.1% "
         "(docs/pairs.md)."
     )
-    answer_sentence: bool = Field(
-        True, description="With judge = pick and pick_answer = require: when no short answer is given, the sentence "
-        "the model named in the best excerpt is read as the answer itself (prompts/confirm_sentence; one call) and "
-        "given, quoted, when P(yes) reaches the decision's sentence_at (fitted with tau; a decision without one "
-        "never gives it). Many questions are not answered in a few words (docs/pairs.md)."
-    )
     judge_windows: int = Field(
         4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "
         "the retrieval's order (the first evidence passages)."

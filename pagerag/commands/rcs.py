@@ -124,8 +124,7 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
     # with the pick's answers required, the threshold is fitted for the answers ask gives
     tries = settings.generate.answer_excerpts if judge == "pick" and settings.generate.pick_answer == "require" else 0
     rows = read_sample(CALIBRATION_SAMPLE)[:limit]
-    sentence = bool(tries) and settings.generate.answer_sentence
-    total = calls_needed(rows, windows, judge) + (2 * len(rows) if tries else 0) + (2 * len(rows) if sentence else 0)
+    total = calls_needed(rows, windows, judge) + (2 * len(rows) if tries else 0)
     what = "P(yes) per excerpt" if judge != "pick" else \
         "sentence named per excerpt" + (", then short answers" if tries else "")
     with StageProgress(enabled=not quiet) as bars:
@@ -133,7 +132,7 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
             decision, report = calibrate_llm(model_llm, CALIBRATION_SAMPLE, windows, progress=lambda: advance(1),
                                              limit=limit, judge=judge, answer_tries=tries,
                                              confirm=settings.generate.confirm_answer,
-                                             anew=settings.generate.answer_anew, sentence=sentence)
+                                             anew=settings.generate.answer_anew)
     path = save_decision(decision, llm_decision_path(model_llm, judge))
     held, fit = report["held_out_by_book"], report["in_sample"]
     typer.echo(f"{judge} judge threshold for {report['backend']} ({report['model']}): {path}\n  tau {report['tau']:.3f} "
@@ -143,8 +142,6 @@ def _calibrate_llm(backend: str, target_cwar: float | None, limit: int | None, q
                f"{fit['both']:.0%}; a decision from the wording alone: 0%)"
                + ("; an answer counts when its short answer checks out"
                   + (f" and its second reading reaches {report['confirm_at']:.2f}" if report.get("confirm_at") else "")
-                  + (f" (or, without one, the named sentence's reading reaches {report['sentence_at']:.2f})"
-                     if report.get("sentence_at") else "")
                   + " and, where the book says, is right" if tries else ""))
     if held["both"] < WEAK_JUDGE:
         from rich.console import Console

@@ -94,72 +94,30 @@ def stated_answers(llm, rows: list[dict], readings: list[list], tries: int, conf
     return out
 
 
-def named_sentences(llm, rows: list[dict], readings: list[list], stated: list[Stated], grid,
-                    progress: Callable[[], None] | None = None) -> list[Sentence]:
-    """Per side, the sentence the pick named in its best excerpt with its reading as the answer
-    itself (window_judge.sentence_p_yes), where `ask` could get that far: no checked answer reaches
-    the grid's highest confirm threshold and the named sentence bears on the question."""
-    from ..generate.window_judge import sentence_p_yes
-    from ..records import StageCost
-
-    highest = max((c for c in grid if c is not None), default=None)
-    out: list[Sentence] = []
-    for row, side, checked in zip(rows, readings, stated):
-        best = max(side, key=lambda r: r.p_yes) if side else None
-        given = any(highest is None or (p is not None and p >= highest) for _, p in checked)
-        if best is None or best.quote is None or given:
-            out.append(None)
-        else:
-            e, (start, end) = best.excerpt, best.quote
-            p = sentence_p_yes(llm, row["question"], e, best.quote, StageCost())
-            out.append((" ".join(e.text[start - e.start: end - e.start].split()), p))
-        if progress:
-            progress()
-    return out
-
-
 # the confirm thresholds a calibration chooses among (None: an answer that checks out is given unread)
 CONFIRM_GRID = (None, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
-# the thresholds the named sentence's reading must reach to be the answer when no short answer is
-# given (None: never; window_judge.sentence_p_yes), fixed before any run like CONFIRM_GRID
-SENTENCE_GRID = (None, 0.5, 0.6, 0.7, 0.8, 0.9)
-
-Stated = list[tuple[str, float | None]]  # a side's checked short answers with their second reading's P(yes)
-Sentence = tuple[str, float] | None  # a side's named sentence with its reading's P(yes), when read
 
 
-def given_answer(stated: Stated, confirm_at: float | None, sentence: Sentence = None,
-                 sentence_at: float | None = None) -> str | None:
-    """The answer `ask` gives from a side's checked answers at confirm threshold `confirm_at`, else
-    its named sentence when its reading reaches `sentence_at`."""
-    short = next((a for a, p in stated if confirm_at is None or p >= confirm_at), None)
-    if short is None and sentence is not None and sentence_at is not None and sentence[1] >= sentence_at:
-        return sentence[0]
-    return short
+def given_answer(stated: list[tuple[str, float | None]], confirm_at: float | None) -> str | None:
+    """The answer `ask` gives from a side's checked answers at confirm threshold `confirm_at`."""
+    return next((a for a, p in stated if confirm_at is None or p >= confirm_at), None)
 
 
-def confirm_variants(says: list[Stated], silent: list[Stated], golds: list[list[str]], grid=CONFIRM_GRID,
-                     sentences: tuple[list[Sentence], list[Sentence]] | None = None,
-                     sentence_grid=SENTENCE_GRID) -> dict[tuple[float | None, float | None], tuple[np.ndarray, np.ndarray]]:
-    """Per (confirm threshold of `grid`, sentence threshold of `sentence_grid`; None without
-    `sentences`, each side's named sentence and its reading): (the says side's answer is right,
-    the silent side gives one)."""
+def confirm_variants(says: list[list[tuple[str, float | None]]], silent: list[list[tuple[str, float | None]]],
+                     golds: list[list[str]], grid=CONFIRM_GRID) -> dict[float | None, tuple[np.ndarray, np.ndarray]]:
+    """Per confirm threshold of `grid`: (the says side's answer is right, the silent side gives one)."""
     from .scoring import lenient_by_recall
 
-    says_sentences, silent_sentences = sentences or ([None] * len(says), [None] * len(silent))
     out = {}
     for c in grid:
-        for t in sentence_grid if sentences is not None else (None,):
-            right = [(a := given_answer(s, c, x, t)) is not None and lenient_by_recall(a, g)
-                     for s, x, g in zip(says, says_sentences, golds)]
-            gives = [given_answer(n, c, x, t) is not None for n, x in zip(silent, silent_sentences)]
-            out[(c, t)] = np.array(right, bool), np.array(gives, bool)
+        right = [(a := given_answer(s, c)) is not None and lenient_by_recall(a, g) for s, g in zip(says, golds)]
+        out[c] = np.array(right, bool), np.array([given_answer(n, c) is not None for n in silent], bool)
     return out
 
 
-def choose_confirmed(says: np.ndarray, silent: np.ndarray, variants: dict) -> tuple[tuple, float, float]:
-    """((confirm threshold, sentence threshold), tau, both right) with the most pairs right on
-    both sides; ties: the first variant of the grids (no second reading, no sentence first)."""
+def choose_confirmed(says: np.ndarray, silent: np.ndarray, variants: dict) -> tuple[float | None, float, float]:
+    """(confirm threshold, tau, both right) with the most pairs right on both sides; ties: the
+    first threshold of the grid (no second reading first)."""
     best = None
     for c, (right, gives) in variants.items():
         tau = choose_tau(says, silent, right, gives)
@@ -178,7 +136,7 @@ def held_out_confirmed(says: np.ndarray, silent: np.ndarray, books: np.ndarray, 
 
 def confirmed_sides(says: np.ndarray, silent: np.ndarray, books: np.ndarray,
                     variants: dict) -> tuple[np.ndarray, np.ndarray]:
-    """pair_sides with each book's pairs decided by the variant (the thresholds) and tau chosen
+    """pair_sides with each book's pairs decided by the variant (confirm threshold) and tau chosen
     on the other books (a single book: the first variant at 0.5)."""
     answered, refused = np.zeros(says.size, bool), np.zeros(says.size, bool)
     for book in np.unique(books):
@@ -252,12 +210,12 @@ def held_out_sides(says: np.ndarray, silent: np.ndarray, books: np.ndarray, righ
     right, gives = _all(right, says), _all(gives, silent)
     if tau is not None:
         return pair_sides(says, silent, tau, right, gives)
-    return confirmed_sides(says, silent, books, {(None, None): (right, gives)})
+    return confirmed_sides(says, silent, books, {None: (right, gives)})
 
 
 def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], None] | None = None,
                   limit: int | None = None, judge: str = "pick", answer_tries: int = 0,
-                  confirm: bool = True, anew: bool = False, sentence: bool = False) -> tuple[dict, dict]:
+                  confirm: bool = True, anew: bool = False) -> tuple[dict, dict]:
     """The fitted decision of judge `judge` for `llm` ({"tau", "feature", ...}) and its report (pair
     figures, in sample and held out by book). `limit`: the first `limit` pairs of the sample (it
     interleaves the books). `answer_tries` > 0 (the pick with `generate.pick_answer = require`):
@@ -265,10 +223,7 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
     excerpts, as `ask` asks it), and a pair counts on the answering side only when that answer is
     right (the sample's answer strings) -- the threshold is fitted for the answers `ask` gives; with
     `confirm`, each checked answer is read again (window_judge.confirm_p_yes) and the threshold
-    that reading must reach is chosen with tau (CONFIRM_GRID; nested in the held-out figures);
-    with `sentence`, a side without such an answer has the sentence the pick named read as the
-    answer itself (window_judge.sentence_p_yes), and the threshold that reading must reach is
-    chosen with them (SENTENCE_GRID; None, never, is among them)."""
+    that reading must reach is chosen with tau (CONFIRM_GRID; nested in the held-out figures)."""
 
     rows = read_sample(sample_path)[:limit]
     if len(rows) < MIN_PAIRS:
@@ -278,29 +233,26 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
     nulls = control_scores(llm, rows, judge, progress)
     books = np.array([r["book"] for r in rows])
     # without checked answers every answer counts: one variant, right and gives all true
-    variants = {(None, None): (np.ones(len(rows), bool), np.ones(len(rows), bool))}
+    variants = {None: (np.ones(len(rows), bool), np.ones(len(rows), bool))}
     if answer_tries and judge == "pick":
         said = stated_answers(llm, rows, list(says_read), answer_tries, confirm, anew, progress)
-        unsaid = stated_answers(llm, rows, list(silent_read), answer_tries, confirm, anew, progress)
-        grid = CONFIRM_GRID if confirm else (None,)
-        read = (named_sentences(llm, rows, list(says_read), said, grid, progress),
-                named_sentences(llm, rows, list(silent_read), unsaid, grid, progress)) if sentence else None
-        variants = confirm_variants(said, unsaid, [r["answers"] for r in rows], grid, read)
+        variants = confirm_variants(said, stated_answers(llm, rows, list(silent_read), answer_tries, confirm, anew, progress),
+                                    [r["answers"] for r in rows], CONFIRM_GRID if confirm else (None,))
     by_feature = {}
     for feature in SCORES[judge]:
         s = np.array([pick_score(p, feature, c) for p, c in zip(says, nulls)])
         n = np.array([pick_score(p, feature, c) for p, c in zip(silent, nulls)])
-        (confirm_at, sentence_at), tau, _ = choose_confirmed(s, n, variants)
-        by_feature[feature] = {"tau": tau, "confirm_at": confirm_at, "sentence_at": sentence_at, "s": s, "n": n,
+        confirm_at, tau, _ = choose_confirmed(s, n, variants)
+        by_feature[feature] = {"tau": tau, "confirm_at": confirm_at, "s": s, "n": n,
                                "held_out_by_book": held_out_confirmed(s, n, books, variants)}
     # the score whose thresholds, chosen without the book, get the most pairs right held out (ties:
     # the judge's first, the simplest for yesno and the packaged one's for the pick)
     first = SCORES[judge][0]
     feature = max(SCORES[judge], key=lambda f: (by_feature[f]["held_out_by_book"]["both"], f == first))
     chosen = by_feature[feature]
-    tau, s, n, confirm_at, sentence_at = (chosen[k] for k in ("tau", "s", "n", "confirm_at", "sentence_at"))
+    tau, s, n, confirm_at = chosen["tau"], chosen["s"], chosen["n"], chosen["confirm_at"]
     checked = answer_tries and judge == "pick"
-    right, gives = variants[(confirm_at, sentence_at)] if checked else (None, None)
+    right, gives = variants[confirm_at] if checked else (None, None)
     report = {"backend": llm.name, "model": llm.model, "judge": judge, "pairs": len(rows), "windows": windows,
               "fitted_for": "checked answers" if right is not None else "the judge's decision",
               "kinds": {k: sum(r["kind"] == k for r in rows) for k in sorted({r["kind"] for r in rows})},
@@ -311,13 +263,11 @@ def calibrate_llm(llm, sample_path: Path, windows: int, progress: Callable[[], N
     if right is not None:
         report["answer_tries"] = answer_tries
         report["confirm_at"] = confirm_at
-        report["sentence_at"] = sentence_at
     flags = zip(_all(right, books), _all(gives, books))
     per_pair = [{"pair": r["pair"], "says": list(a), "silent": list(b), **({"null": c} if c is not None else {}),
                  **({"says_right": bool(x), "silent_gives": bool(y)} if right is not None else {})}
                 for r, a, b, c, (x, y) in zip(rows, says, silent, nulls, flags)]
     decision = {"tau": tau, "feature": feature, **({"confirm_at": confirm_at} if confirm_at is not None else {}),
-                **({"sentence_at": sentence_at} if sentence_at is not None else {}),
                 "fitted_by": "pagerag calibrate --llm", "sample": Path(sample_path).name,
                 **report, "p_yes": per_pair}
     return decision, report

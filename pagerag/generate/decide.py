@@ -291,45 +291,17 @@ def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -
     if stated is not None:  # the short answer, cited with the sentence that states it
         best = stated.reading
         best.answer, best.quote = stated.answer, stated.span
-    elif mode == "require" and (given := _sentence_answer(answer, best, readings, decision, pipe, cost)):
-        return given
     elif mode == "require" and unconfirmed:
         said = "; ".join(f"\"{a.answer}\" ({a.confirmed:.2f})" for a in unconfirmed)
         return _refuse(answer, UNSUPPORTED, f"Read again with the sentence that states it, the model's answer was not "
-                       f"confirmed: {said} < {float(confirm_at):.2f}{_sentence_said(answer, decision)}.")
+                       f"confirmed: {said} < {float(confirm_at):.2f}.")
     elif mode == "require":
         return _refuse(answer, UNSUPPORTED, "The model's answer is not stated, in its words, by one sentence of the "
-                       f"excerpts it was asked of, so it cannot be checked{_sentence_said(answer, decision)}.")
+                       "excerpts it was asked of, so it cannot be checked.")
     elif best.quote is None:
         return _refuse(answer, UNSUPPORTED, "The sentence the model named does not bear on the question, so it cannot "
                        "be the answer.")
     return _answer_from_quote(answer, best, pipe)
-
-
-def _sentence_answer(answer: Answer, best, readings: list, decision: dict, pipe: Session, cost: StageCost) -> Answer | None:
-    """The sentence the model named in the best excerpt, quoted, when no short answer is given and
-    its reading as the answer itself (window_judge.sentence_p_yes) reaches the decision's
-    `sentence_at`; None otherwise (that reading recorded in `judged` as `sentence`)."""
-    from .window_judge import sentence_p_yes
-
-    sentence_at = decision.get("sentence_at")
-    if sentence_at is None or not pipe.settings.generate.answer_sentence or best.quote is None:
-        return None
-    p = sentence_p_yes(pipe.llm, answer.question, best.excerpt, best.quote, cost)
-    answer.judged[readings.index(best)]["sentence"] = round(p, 4)
-    if p < float(sentence_at):
-        return None
-    best.answer = ""  # the sentence is the answer (_answer_from_quote)
-    answer.notes.append(f"no short answer was given; the sentence the model named, read as the answer itself, "
-                        f"P(yes) {p:.2f} >= {float(sentence_at):.2f}")
-    return _answer_from_quote(answer, best, pipe)
-
-
-def _sentence_said(answer: Answer, decision: dict) -> str:
-    """What a refusal says of the named sentence's reading, when it was read."""
-    read = [j["sentence"] for j in answer.judged if "sentence" in j]
-    return f"; the sentence it named, read as the answer itself: P(yes) {read[0]:.2f} < " \
-        f"{float(decision['sentence_at']):.2f}" if read else ""
 
 
 def _judge_verdict(answer: Answer, score: float, tau: float, method: str, missing: str, detail: str) -> Answer | None:

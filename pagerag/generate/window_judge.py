@@ -350,18 +350,13 @@ def confirmed_enough(stated: StatedAnswer, confirm_at: float | None) -> bool:
     return confirm_at is None or (stated.confirmed is not None and stated.confirmed >= confirm_at)
 
 
-def stating_context(excerpt: Excerpt, span: tuple[int, int]) -> str:
-    """The sentence at source span `span` with the one before it (its subject is often there),
-    from the excerpt."""
+def confirm_messages(question: str, answer: str, excerpt: Excerpt, span: tuple[int, int]) -> Messages:
+    """The stating sentence with the one before it (its subject is often there), from the excerpt."""
     spans = [(excerpt.start + s, excerpt.start + e) for s, e in split_sentences(excerpt.text)]
     at = next((i for i, (s, e) in enumerate(spans) if s <= span[0] < e), 0)
     start = spans[at - 1][0] if at else span[0]
-    return _defuse(fold_space(excerpt.text[start - excerpt.start: span[1] - excerpt.start]))
-
-
-def confirm_messages(question: str, answer: str, excerpt: Excerpt, span: tuple[int, int]) -> Messages:
-    return render_prompt("confirm_answer", question=question, answer=_defuse(answer),
-                         sentences=stating_context(excerpt, span))
+    text = excerpt.text[start - excerpt.start: span[1] - excerpt.start]
+    return render_prompt("confirm_answer", question=question, answer=_defuse(answer), sentences=_defuse(fold_space(text)))
 
 
 def confirm_p_yes(llm: LLM, question: str, answer: str, excerpt: Excerpt, span: tuple[int, int], cost: StageCost) -> float:
@@ -371,14 +366,6 @@ def confirm_p_yes(llm: LLM, question: str, answer: str, excerpt: Excerpt, span: 
     of that sentence alone whether it says so, the model says yes less often (training pairs:
     docs/pairs.md)."""
     return _p_yes(llm, confirm_messages(question, answer, excerpt, span), cost)
-
-
-def sentence_p_yes(llm: LLM, question: str, excerpt: Excerpt, span: tuple[int, int], cost: StageCost) -> float:
-    """P(yes) that the sentence at `span` (with the one before it) itself answers the question
-    (prompts/confirm_sentence): the reading of the named sentence when no short answer checks
-    out -- many questions are not answered in a few words (why, how, what happened)."""
-    messages = render_prompt("confirm_sentence", question=question, sentences=stating_context(excerpt, span))
-    return _p_yes(llm, messages, cost)
 
 
 def _p_yes(llm: LLM, messages: Messages, cost: StageCost) -> float:
