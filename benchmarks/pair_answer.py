@@ -179,7 +179,7 @@ def fresh(args) -> None:
     number (window_judge.answer_anew, prompts/answer_excerpt), and that answer, when it checks
     out, read again (confirm_p_yes); records written to --to with each side's `fresh`: [answer,
     P(yes)], P(yes) None where it does not check out. A run's answers are kept (only the missing
-    ones are asked)."""
+    ones are asked, and the second reading of a kept answer that checks out now)."""
     from pagerag.generate.window_judge import answer_anew, confirm_p_yes, stating_sentence
     from pagerag.records import StageCost
 
@@ -189,9 +189,9 @@ def fresh(args) -> None:
             side = r[name]
             if any(p is not None and p >= args.confirm_at for _, p in stated):
                 side["fresh"] = None  # not asked: ask would not get this far
-            elif side.get("fresh") is None:
+            elif side.get("fresh") is None or side["fresh"][1] is None:  # a recorded answer is read again only
                 excerpt = side["excerpts"][int(np.argmax(side["p_some"]))]
-                short = answer_anew(llm, r["question"], excerpt, StageCost())
+                short = side["fresh"][0] if side.get("fresh") else answer_anew(llm, r["question"], excerpt, StageCost())
                 span = stating_sentence(short, r["question"], excerpt)
                 side["fresh"] = [short, None if span is None else
                                  confirm_p_yes(llm, r["question"], short, excerpt, span, StageCost())]
@@ -222,6 +222,9 @@ def checked_lists(recs: list[dict], tries: int, with_fresh: bool = False) -> tup
         readings = side.get("confirm") or [None] * len(tried(side, tries))
         out = [(short, p) for (at, short), p in zip(tried(side, tries), readings)
                if stating_sentence(short, question, side["excerpts"][at]) is not None]
+        if "confirm" in side and any(p is None for _, p in out):
+            raise SystemExit("error: an answer of these records checks out now but was never read again: run "
+                             "`confirm` (then `fresh`) on them with this checkout")
         if with_fresh and side.get("fresh") and side["fresh"][1] is not None:  # `fresh`'s answer, tried last
             out.append(tuple(side["fresh"]))
         return out

@@ -393,20 +393,31 @@ def _short_reply(text: str) -> str:
 def stating_sentence(short: str, question: str, excerpt: Excerpt) -> tuple[int, int] | None:
     """The source span of the excerpt's sentence that states the short answer: the one holding
     most of its content words, if it holds all of them and every number it gives, and is about
-    the question; None for NONE, an answer of the question's own words, or one no sentence holds."""
+    the question; else, for an answer that restates the question ("The lame lady was three years
+    old when she twisted her foot"), the one holding all of its words the question does not have
+    and every number it gives. None for NONE, an answer of the question's own words, or one no
+    sentence holds."""
     said, numbers = stems_besides_numbers(short), set(numbers_in(short))  # numbers by value: "7" is "seven"
-    new = (said - content_stems(question)) | (numbers - set(numbers_in(question)))
+    asked = content_stems(question)
+    new = (said - asked) | (numbers - set(numbers_in(question)))
     if not new or "none" in short.lower().split():
         return None
+    found = _sentence_holding(said, numbers, question, excerpt)
+    if found is None and said & asked:  # what the answer says beyond the question must be stated
+        found = _sentence_holding(said - asked, numbers, question, excerpt)
+    return found
 
+
+def _sentence_holding(words: set[str], numbers: set[str], question: str, excerpt: Excerpt) -> tuple[int, int] | None:
+    """The source span of the excerpt's sentence about the question that holds all `words` and
+    `numbers` (the one holding most of them), or None."""
     def holds(span: tuple[int, int]) -> tuple[int, int]:
         text = excerpt.text[span[0]:span[1]]
-        return len(content_stems(text) & said), len(set(numbers_in(text)) & numbers)
+        return len(content_stems(text) & words), len(set(numbers_in(text)) & numbers)
 
     spans = split_sentences(excerpt.text) or [(0, len(excerpt.text))]
     s, t = max(spans, key=lambda span: sum(holds(span)))
-    sentence = excerpt.text[s:t]
-    if holds((s, t)) != (len(said), len(numbers)) or not bears_on(question, sentence):
+    if holds((s, t)) != (len(words), len(numbers)) or not bears_on(question, excerpt.text[s:t]):
         return None
     return excerpt.start + s, excerpt.start + t
 

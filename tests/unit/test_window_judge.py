@@ -139,3 +139,18 @@ def test_a_short_answer_is_stated_by_the_one_sentence_that_holds_its_words_and_n
     assert stating_sentence("Tobias", question, excerpt()) is None  # the question's own words state nothing
     # a sentence that holds the words but shares none with the question is not an answer to it
     assert stating_sentence("Morwenna", "Who kept the lighthouse?", excerpt()) is None
+
+
+def test_an_answer_that_restates_the_question_is_stated_by_the_sentence_holding_what_it_adds():
+    """"Tobias climbed 112 steps every evening in the tower of the lighthouse": its words from the
+    question need not be in the stating sentence (the lighthouse is named in the one before); what
+    it adds (the number) must be, and every number it gives."""
+    question = "How many steps did Tobias climb every evening in the tower of the lighthouse?"
+    steps = sentence("Every evening", "seven lamps.")
+    assert stating_sentence("Tobias climbed 112 steps every evening in the tower of the lighthouse", question,
+                            excerpt()) == steps
+    assert stating_sentence("Tobias climbed 113 steps every evening in the tower of the lighthouse", question,
+                            excerpt()) is None  # a number no sentence gives
+    # a word of its own no sentence holds beside the number: not stated
+    assert stating_sentence("Tobias climbed 112 marble steps every evening in the lighthouse", question, excerpt()) is None
+    assert stating_sentence("Tobias climbed every evening in the tower of the lighthouse", question, excerpt()) is None
