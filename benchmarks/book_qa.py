@@ -122,6 +122,7 @@ def summary(rows: list[dict]) -> dict:
     for r in rows:
         for stage, ms in (r.get("latency_ms") or {}).items():
             stages[stage].append(ms)
+        stages["wall"].append(r["wall_ms"])  # the whole ask, end to end
     return {"n": len(rows), "answerable": len(ans), "unanswerable": len(una), "correct_refusal": ref, "false_refusal": fr,
             "strict": strict, "lenient": lenient, "bbs": bbs, "p_auc": p_auc(rows), "reader_auc": p_auc(rows, "reader_best"),
             "refused_by_kind": by_kind,

@@ -115,7 +115,7 @@ def extend_records(args, extend: Callable[..., None]) -> None:
     from pagerag.settings import load_settings
 
     llm = get_llm(load_settings().llm)
-    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    recs = read_records(args)
     done = {json.loads(l)["pair"] for l in Path(args.to).read_text().splitlines()} if Path(args.to).exists() else set()
     with open(args.to, "a") as fh:
         for n, r in enumerate(recs, 1):
@@ -239,7 +239,7 @@ def confirmed(args) -> None:
     reports it)."""
     from pagerag.evaluate.llm_calibration import CONFIRM_GRID, confirm_variants, held_out_confirmed
 
-    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    recs = read_records(args)
     books = np.array([r["book"] for r in recs])
     says, silent = sides(recs, "require", args.answer_excerpts)[:2]
     variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs])
@@ -280,6 +280,11 @@ def answers_given(recs: list[dict], kind: str, tau: float, tries: int = 1, score
     return given, right, silent
 
 
+def read_records(args) -> list[dict]:
+    """A run's records (--out), each side with the excerpts it read (from --sample)."""
+    return with_excerpts([json.loads(line) for line in Path(args.out).read_text().splitlines()], Path(args.sample))
+
+
 def with_excerpts(recs: list[dict], sample: Path) -> list[dict]:
     """Each side's record with the excerpts it read (from the sample)."""
     from pagerag.evaluate.llm_calibration import read_sample
@@ -293,7 +298,7 @@ def with_excerpts(recs: list[dict], sample: Path) -> list[dict]:
 
 
 def report(args) -> None:
-    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()][args.first:], Path(args.sample))
+    recs = read_records(args)[args.first:]
     secs = [r[s]["answer_seconds"] for r in recs for s in ("says", "silent")]
     print(f"{len(recs)} pairs, {len({r['book'] for r in recs})} books; answer call median {np.median(secs):.1f} s")
     print("| answer | right where the book says | refused where it does not | **both** | answer right on says sides"
@@ -332,7 +337,7 @@ def fit(args) -> None:
     (generate/models/pick_decision.json) with --write."""
     from pagerag.evaluate.llm_calibration import CONFIRM_GRID, choose_confirmed, confirm_variants
 
-    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    recs = read_records(args)
     says, silent = sides(recs, "require", args.answer_excerpts)[:2]
     grid = CONFIRM_GRID if all("confirm" in r["says"] for r in recs) else (None,)
     variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs], grid)
@@ -347,7 +352,7 @@ def where(args) -> None:
     many have no short answer that checks out at all, with a gold string in the best excerpt."""
     from pagerag.evaluate.scoring import lenient_by_recall
 
-    recs = with_excerpts([json.loads(l) for l in Path(args.out).read_text().splitlines()], Path(args.sample))
+    recs = read_records(args)
     wrong = best = second = anywhere = unchecked = unchecked_best = 0
     for r in recs:
         side = r["says"]
@@ -395,7 +400,7 @@ def main() -> None:
     cf.add_argument("--out", required=True, help="`confirm`'s records")
     cf.add_argument("--sample", default=str(SAMPLE))
     cf.add_argument("--fresh", action="store_true", help="`fresh`'s answer tried after the others")
-    fr = sub.add_parser("fresh", help="experiment: the best excerpt asked once more without the pick's number")
+    fr = sub.add_parser("fresh", help="the best excerpt asked once more without the pick's number (generate.answer_anew)")
     fr.add_argument("--out", required=True, help="`confirm`'s records")
     fr.add_argument("--to", required=True)
     fr.add_argument("--sample", default=str(SAMPLE))
