@@ -14,6 +14,7 @@ and measured on pairs, where the wording is identical on both sides and only rea
 
     python -m pagerag.train.pairs --books train --out PAIRS      # texts + pairs.jsonl per book
     python -m pagerag.train.pairs --books test --out PAIRS --cut-only
+    python -m pagerag.train.pairs --books test --out PAIRS --inserts benchmarks/pairs   # + written inserts
 
 writes PAIRS/<book>/pairs.jsonl and PAIRS/<book>/<side>/<book>.txt for the sides original, augmented
 and cut; each pair names the text that states
@@ -224,14 +225,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--data", type=Path, default=None, help="PAGERAG_DATA_DIR (default: the setting)")
     ap.add_argument("--cut-only", action="store_true", help="no insert pairs (books without written inserts)")
+    ap.add_argument("--inserts", type=Path, default=None,
+                    help="folder of <book>.qa.jsonl and <book>.insert.jsonl (default: the data's qa/train); "
+                         "a book without them gets cut pairs only")
     args = ap.parse_args(argv)
     import os
 
     data = args.data or Path(os.environ.get("PAGERAG_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
     books = {"train": TRAIN_BOOKS, "test": TEST_BOOKS}.get(args.books) or tuple(args.books.split(","))
     for book in books:
-        qa = data / "qa" / "train" / f"{book}.qa.jsonl"
-        inserts = None if args.cut_only else data / "qa" / "train" / f"{book}.insert.jsonl"
+        folder = args.inserts or data / "qa" / "train"
+        qa = folder / f"{book}.qa.jsonl"
+        inserts = None if args.cut_only else folder / f"{book}.insert.jsonl"
         dropped: Counter = Counter()
         pairs = make_book(book, args.out / book, data, book_file=data / "graphrag-bench-novel" / "texts" / f"{book}.txt",
                           qa_path=qa, inserts_path=inserts, dropped=dropped)

@@ -60,3 +60,22 @@ def test_the_calibration_sample_takes_the_books_in_turn_whatever_the_input_order
     order = interleave(pairs)
     assert [p.book for p in order[:3]] == ["A", "B", "C"] and [p.book for p in order[3:6]] == ["A", "B", "C"]
     assert [p.id for p in interleave(list(reversed(pairs)))] == [p.id for p in order]
+
+
+def test_the_test_books_written_inserts_pair_every_question_with_its_answer_only_in_the_copy(data_dir, tmp_path):
+    """benchmarks/pairs/<book>.insert.jsonl (report only): insert-qa accepts each book's inserts,
+    and every pair's answer is in the augmented text and nowhere in the original."""
+    from pathlib import Path
+
+    from pagerag.train.pairs import main, read_pairs, side_text_path
+
+    folder = Path(__file__).resolve().parents[2] / "benchmarks" / "pairs"
+    books = sorted(p.name.removesuffix(".insert.jsonl") for p in folder.glob("Novel-*.insert.jsonl"))
+    assert books, "no written inserts for the test books"
+    assert main(["--books", ",".join(books), "--inserts", str(folder), "--data", str(data_dir), "--out", str(tmp_path)]) == 0
+    inserts = [p for p in read_pairs(tmp_path) if p.kind == "insert"]
+    assert Counter(p.book for p in inserts) == {b: 7 for b in books}
+    for p in inserts:
+        says = side_text_path(tmp_path, p.book, "augmented").read_text(encoding="utf-8").lower()
+        silent = side_text_path(tmp_path, p.book, "original").read_text(encoding="utf-8").lower()
+        assert p.answers[0].lower() in says and p.answers[0].lower() not in silent, p.id
