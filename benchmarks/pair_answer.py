@@ -173,32 +173,6 @@ def confirm(args) -> None:
     extend_records(args, extend)
 
 
-def echo(args) -> None:
-    """Each tried short answer that only repeats the question (window_judge.echoes_question) asked
-    once more in its conversation (answer_beyond_question), and the new answer, when it checks
-    out, read again (confirm_p_yes); records written to --to with each side's `echo`: per try
-    [answer, P(yes) or None], or None where the try did not echo."""
-    from pagerag.generate.window_judge import (answer_beyond_question, confirm_p_yes, echoes_question,
-                                               pick_sentence, stating_sentence)
-    from pagerag.records import StageCost
-
-    def extend(llm, r: dict) -> None:
-        q = r["question"]
-        for name in ("says", "silent"):
-            side = r[name]
-            side["echo"] = []
-            for at, short in tried(side, args.answer_excerpts):
-                if not echoes_question(short, q):
-                    side["echo"].append(None)
-                    continue
-                excerpt = side["excerpts"][at]
-                again = answer_beyond_question(llm, q, pick_sentence(llm, q, excerpt, StageCost()), short, StageCost())
-                span = stating_sentence(again, q, excerpt)
-                side["echo"].append([again, None if span is None else confirm_p_yes(llm, q, again, excerpt, span, StageCost())])
-
-    extend_records(args, extend)
-
-
 def fresh(args) -> None:
     """Where no short answer of the first --answer-excerpts tries checks out and is confirmed
     (>= --confirm-at), the best excerpt asked once more in a new conversation, without the pick's
@@ -238,7 +212,7 @@ def sides(recs: list[dict], kind: str, tries: int = 1, score_by: str = "best") -
     return says, silent, right, silent_gives
 
 
-def checked_lists(recs: list[dict], tries: int, with_fresh: bool = False, with_echo: bool = False) -> tuple[list, list]:
+def checked_lists(recs: list[dict], tries: int, with_fresh: bool = False) -> tuple[list, list]:
     """Per pair, each side's short answers that check out among its first `tries`, with their
     second reading's P(yes) (`confirm`'s records; None without them): what
     llm_calibration.confirm_variants takes, as `pagerag calibrate --llm` computes it."""
@@ -248,13 +222,6 @@ def checked_lists(recs: list[dict], tries: int, with_fresh: bool = False, with_e
         readings = side.get("confirm") or [None] * len(tried(side, tries))
         out = [(short, p) for (at, short), p in zip(tried(side, tries), readings)
                if stating_sentence(short, question, side["excerpts"][at]) is not None]
-        if with_echo:  # a try that repeated the question answers with what it said when asked again
-            out = []
-            for (at, short), p, again in zip(tried(side, tries), readings, side["echo"]):
-                if again is not None:
-                    short, p = again
-                if stating_sentence(short, question, side["excerpts"][at]) is not None:
-                    out.append((short, p))
         if "confirm" in side and any(p is None for _, p in out):
             raise SystemExit("error: an answer of these records checks out now but was never read again: run "
                              "`confirm` (then `fresh`) on them with this checkout")
@@ -275,8 +242,7 @@ def confirmed(args) -> None:
     recs = read_records(args)
     books = np.array([r["book"] for r in recs])
     says, silent = sides(recs, "require", args.answer_excerpts)[:2]
-    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh, args.echo),
-                                [r["answers"] for r in recs])
+    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs])
     print(f"{len(recs)} pairs, {len(set(books))} books, {args.answer_excerpts} answer excerpts")
     print("| confirm threshold | right where the book says | refused where it does not | **both** |")
     print("|---|---:|---:|---:|")
@@ -434,11 +400,6 @@ def main() -> None:
     cf.add_argument("--out", required=True, help="`confirm`'s records")
     cf.add_argument("--sample", default=str(SAMPLE))
     cf.add_argument("--fresh", action="store_true", help="`fresh`'s answer tried after the others")
-    cf.add_argument("--echo", action="store_true", help="`echo`'s answer in place of a try that repeated the question")
-    e = sub.add_parser("echo", help="a short answer that only repeats the question asked once more (answer_beyond_question)")
-    e.add_argument("--out", required=True, help="`fresh`'s records")
-    e.add_argument("--to", required=True)
-    e.add_argument("--sample", default=str(SAMPLE))
     fr = sub.add_parser("fresh", help="the best excerpt asked once more without the pick's number (generate.answer_anew)")
     fr.add_argument("--out", required=True, help="`confirm`'s records")
     fr.add_argument("--to", required=True)
@@ -447,13 +408,12 @@ def main() -> None:
     w = sub.add_parser("where", help="where the gold answer is, on the answering sides without a right checked answer")
     w.add_argument("--out", required=True)
     w.add_argument("--sample", default=str(SAMPLE))
-    for q in (p, f, m, w, c, cf, fr, e):
+    for q in (p, f, m, w, c, cf, fr):
         q.add_argument("--answer-excerpts", type=int, default=1, help="how many of the best excerpts may give the short answer")
     p.add_argument("--score-by", choices=("best", "answering"), default="best",
                    help="a side's score: its best excerpt's, or the excerpt's whose short answer checks out")
     args = ap.parse_args()
-    {"run": run, "report": report, "fit": fit, "more": more, "where": where, "confirm": confirm, "confirmed": confirmed, "fresh": fresh,
-     "echo": echo}[args.cmd](args)
+    {"run": run, "report": report, "fit": fit, "more": more, "where": where, "confirm": confirm, "confirmed": confirmed, "fresh": fresh}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -385,23 +385,6 @@ def short_answer(llm: LLM, question: str, reading: ExcerptReading, cost: StageCo
     return _short_reply(charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text)
 
 
-def echoes_question(short: str, question: str) -> bool:
-    """An answer made only of the question's own words and numbers ("Colonel Traconis" to "What
-    was the first name of Colonel Traconis?"): the 1.5B's commonest miss on training pairs."""
-    said, numbers = stems_besides_numbers(short), set(numbers_in(short))
-    new = (said - content_stems(question)) | (numbers - set(numbers_in(question)))
-    return bool(said or numbers) and not new and "none" not in short.lower().split()
-
-
-def answer_beyond_question(llm: LLM, question: str, reading: ExcerptReading, short: str, cost: StageCost) -> str:
-    """Asked once more, in the same conversation, when the short answer only repeats the question:
-    its words are not the answer; which of the excerpt's are?"""
-    messages = pick_messages(question, unit_texts(reading.excerpt)) + \
-        [{"role": "assistant", "content": str(reading.pick)}] + render_prompt("pick_answer") + \
-        [{"role": "assistant", "content": short}] + render_prompt("answer_beyond_question", answer=_defuse(short))
-    return _short_reply(charged(llm, cost, lambda: llm.complete(messages, max_tokens=24, temperature=0.0)).text)
-
-
 def _short_reply(text: str) -> str:
     """A short answer as the model wrote it, without the quote marks and full stop around it."""
     return fold_space(text).strip(" .\"'\u201c\u201d")
