@@ -173,35 +173,6 @@ def confirm(args) -> None:
     extend_records(args, extend)
 
 
-def whole(args) -> None:
-    """Experiment: where no short answer (tries, then `fresh`'s) checks out and is confirmed (>=
-    --confirm-at), the best excerpt asked for the answer in one sentence (prompts/answer_sentence:
-    no-evidence-constraint's answers are sentences, and right where the few words repeat the
-    question), checked as a short answer is (stating_sentence: what it adds to the question must
-    be in one sentence about it) and read again; records written to --to with each side's
-    `whole`: [answer, P(yes) or None], or None where not asked."""
-    from pagerag.generate.answer import _defuse
-    from pagerag.generate.window_judge import confirm_p_yes, fold_space, stating_sentence, _short_reply
-    from pagerag.llm.prompts import render_prompt
-    from pagerag.records import StageCost
-
-    def extend(llm, r: dict) -> None:
-        q = r["question"]
-        says, silent = checked_lists([r], args.answer_excerpts, with_fresh=True)
-        for name, stated in (("says", says[0]), ("silent", silent[0])):
-            side = r[name]
-            if any(p is not None and p >= args.confirm_at for _, p in stated):
-                side["whole"] = None
-                continue
-            excerpt = side["excerpts"][int(np.argmax(side["p_some"]))]
-            messages = render_prompt("answer_sentence", question=q, excerpt=_defuse(fold_space(excerpt.text)))
-            answer = _short_reply(llm.complete(messages, max_tokens=48, temperature=0.0).text)
-            span = stating_sentence(answer, q, excerpt)
-            side["whole"] = [answer, None if span is None else confirm_p_yes(llm, q, answer, excerpt, span, StageCost())]
-
-    extend_records(args, extend)
-
-
 def fresh(args) -> None:
     """Where no short answer of the first --answer-excerpts tries checks out and is confirmed
     (>= --confirm-at), the best excerpt asked once more in a new conversation, without the pick's
@@ -241,7 +212,7 @@ def sides(recs: list[dict], kind: str, tries: int = 1, score_by: str = "best") -
     return says, silent, right, silent_gives
 
 
-def checked_lists(recs: list[dict], tries: int, with_fresh: bool = False, with_whole: bool = False) -> tuple[list, list]:
+def checked_lists(recs: list[dict], tries: int, with_fresh: bool = False) -> tuple[list, list]:
     """Per pair, each side's short answers that check out among its first `tries`, with their
     second reading's P(yes) (`confirm`'s records; None without them): what
     llm_calibration.confirm_variants takes, as `pagerag calibrate --llm` computes it."""
@@ -256,8 +227,6 @@ def checked_lists(recs: list[dict], tries: int, with_fresh: bool = False, with_w
                              "`confirm` (then `fresh`) on them with this checkout")
         if with_fresh and side.get("fresh") and side["fresh"][1] is not None:  # `fresh`'s answer, tried last
             out.append(tuple(side["fresh"]))
-        if with_whole and side.get("whole") and side["whole"][1] is not None:  # `whole`'s, after it
-            out.append(tuple(side["whole"]))
         return out
 
     return [checked(r["says"], r["question"]) for r in recs], [checked(r["silent"], r["question"]) for r in recs]
@@ -273,8 +242,7 @@ def confirmed(args) -> None:
     recs = read_records(args)
     books = np.array([r["book"] for r in recs])
     says, silent = sides(recs, "require", args.answer_excerpts)[:2]
-    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh, args.whole),
-                                [r["answers"] for r in recs])
+    variants = confirm_variants(*checked_lists(recs, args.answer_excerpts, args.fresh), [r["answers"] for r in recs])
     print(f"{len(recs)} pairs, {len(set(books))} books, {args.answer_excerpts} answer excerpts")
     print("| confirm threshold | right where the book says | refused where it does not | **both** |")
     print("|---|---:|---:|---:|")
@@ -432,12 +400,6 @@ def main() -> None:
     cf.add_argument("--out", required=True, help="`confirm`'s records")
     cf.add_argument("--sample", default=str(SAMPLE))
     cf.add_argument("--fresh", action="store_true", help="`fresh`'s answer tried after the others")
-    cf.add_argument("--whole", action="store_true", help="`whole`'s answer tried after `fresh`'s")
-    wh = sub.add_parser("whole", help="experiment: the best excerpt asked for the answer in one sentence")
-    wh.add_argument("--out", required=True, help="`fresh`'s records")
-    wh.add_argument("--to", required=True)
-    wh.add_argument("--sample", default=str(SAMPLE))
-    wh.add_argument("--confirm-at", type=float, default=0.7)
     fr = sub.add_parser("fresh", help="the best excerpt asked once more without the pick's number (generate.answer_anew)")
     fr.add_argument("--out", required=True, help="`confirm`'s records")
     fr.add_argument("--to", required=True)
@@ -446,13 +408,12 @@ def main() -> None:
     w = sub.add_parser("where", help="where the gold answer is, on the answering sides without a right checked answer")
     w.add_argument("--out", required=True)
     w.add_argument("--sample", default=str(SAMPLE))
-    for q in (p, f, m, w, c, cf, fr, wh):
+    for q in (p, f, m, w, c, cf, fr):
         q.add_argument("--answer-excerpts", type=int, default=1, help="how many of the best excerpts may give the short answer")
     p.add_argument("--score-by", choices=("best", "answering"), default="best",
                    help="a side's score: its best excerpt's, or the excerpt's whose short answer checks out")
     args = ap.parse_args()
-    {"run": run, "report": report, "fit": fit, "more": more, "where": where, "confirm": confirm, "confirmed": confirmed, "fresh": fresh,
-     "whole": whole}[args.cmd](args)
+    {"run": run, "report": report, "fit": fit, "more": more, "where": where, "confirm": confirm, "confirmed": confirmed, "fresh": fresh}[args.cmd](args)
 
 
 if __name__ == "__main__":
