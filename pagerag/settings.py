@@ -291,10 +291,6 @@ class GenerateSettings(_Section):
         "(prompts/answer_excerpt; one call). On 317 training pairs held out by book, both sides right 44.8% -> 46.1% "
         "(docs/pairs.md)."
     )
-    answer_in_sentence: bool = Field(
-        False, description="Experiment: after answer_anew, the best excerpt asked for the answer in one sentence "
-        "(prompts/answer_sentence), checked by what it adds to the question and read again."
-    )
     judge_windows: int = Field(
         4, ge=1, le=20, description="Excerpts (passages, ~200 tokens each) the LLM judge reads, one prompt each, in "
         "the retrieval's order (the first evidence passages)."

@@ -285,8 +285,7 @@ def _llm_picks(answer: Answer, excerpts: list, pipe: Session, cost: StageCost) -
     confirm_at = decision.get("confirm_at") if pipe.settings.generate.confirm_answer else None
     unconfirmed: list = []
     stated = first_stated_answer(pipe.llm, answer.question, readings, cost, tries, confirm_at, unconfirmed,
-                                 anew=pipe.settings.generate.answer_anew,
-                                 sentence=pipe.settings.generate.answer_in_sentence) if mode != "off" else None
+                                 anew=pipe.settings.generate.answer_anew) if mode != "off" else None
     for a in [*unconfirmed, *([stated] if stated and stated.confirmed is not None else [])]:
         answer.judged[next(i for i, r in enumerate(readings) if r is a.reading)]["confirmed"] = round(a.confirmed, 4)
     if stated is not None:  # the short answer, cited with the sentence that states it

@@ -301,7 +301,7 @@ class StatedAnswer:
 
 
 def stated_answers(llm: LLM, question: str, readings: list[ExcerptReading], cost: StageCost, tries: int,
-                   confirm: bool, anew: bool = False, sentence: bool = False) -> Iterator[StatedAnswer]:
+                   confirm: bool, anew: bool = False) -> Iterator[StatedAnswer]:
     """The short answers that check out (pick_answer) of the `tries` best-scored excerpts, in that
     order, then, with `anew`, the best excerpt's asked in a new conversation (answer_anew); each
     read again when `confirm`; lazily, so a caller that takes the first good one makes no further
@@ -317,12 +317,6 @@ def stated_answers(llm: LLM, question: str, readings: list[ExcerptReading], cost
         span = stating_sentence(short, question, ranked[0].excerpt)
         if span is not None:
             yield _read_again(llm, question, ranked[0], short, span, cost, confirm)
-    if sentence and ranked:
-        messages = render_prompt("answer_sentence", question=question, excerpt=_defuse(fold_space(ranked[0].excerpt.text)))
-        said = _short_reply(charged(llm, cost, lambda: llm.complete(messages, max_tokens=48, temperature=0.0)).text)
-        span = stating_sentence(said, question, ranked[0].excerpt)
-        if span is not None:
-            yield _read_again(llm, question, ranked[0], said, span, cost, confirm)
 
 
 def _read_again(llm: LLM, question: str, reading: ExcerptReading, short: str, span: tuple[int, int],
@@ -341,11 +335,10 @@ def answer_anew(llm: LLM, question: str, excerpt: Excerpt, cost: StageCost) -> s
 
 def first_stated_answer(llm: LLM, question: str, readings: list[ExcerptReading], cost: StageCost,
                         tries: int, confirm_at: float | None = None,
-                        unconfirmed: list[StatedAnswer] | None = None, anew: bool = False,
-                        sentence: bool = False) -> StatedAnswer | None:
+                        unconfirmed: list[StatedAnswer] | None = None, anew: bool = False) -> StatedAnswer | None:
     """The first of stated_answers whose second reading reaches `confirm_at` (any, when None);
     those that checked out but did not reach it are added to `unconfirmed`."""
-    for stated in stated_answers(llm, question, readings, cost, tries, confirm_at is not None, anew, sentence):
+    for stated in stated_answers(llm, question, readings, cost, tries, confirm_at is not None, anew):
         if confirmed_enough(stated, confirm_at):
             return stated
         if unconfirmed is not None:
