@@ -237,7 +237,7 @@ def confirmed(args) -> None:
     confirm threshold of the calibration's grid (tau chosen on the other books), and both chosen
     on the other books (nested: llm_calibration.held_out_confirmed, as `pagerag calibrate --llm`
     reports it)."""
-    from pagerag.evaluate.llm_calibration import CONFIRM_GRID, confirm_variants, held_out_confirmed
+    from pagerag.evaluate.llm_calibration import CONFIRM_GRID, confirm_variants, confirmed_sides, held_out_confirmed
 
     recs = read_records(args)
     books = np.array([r["book"] for r in recs])
@@ -253,6 +253,12 @@ def confirmed(args) -> None:
     nested = held_out_confirmed(says, silent, books, variants)
     print(f"| chosen with tau on the other books (nested) | {100 * nested['answered_where_says']:.1f} | "
           f"{100 * nested['refused_where_not']:.1f} | **{100 * nested['both']:.1f}** |")
+    answered, refused = confirmed_sides(says, silent, books, variants)
+    kinds = np.array([r["kind"] for r in recs])
+    for kind in sorted(set(kinds)):  # the same nested decisions, by how the pair was made
+        k = kinds == kind
+        print(f"| … {kind} pairs ({k.sum()}) | {100 * answered[k].mean():.1f} | {100 * refused[k].mean():.1f} | "
+              f"**{100 * (answered & refused)[k].mean():.1f}** |")
 
 
 def figures(recs: list[dict], kind: str, tau: float | None = None, tries: int = 1, score_by: str = "best") -> dict:
