@@ -5,9 +5,10 @@ one it replaced, row by row.
 
 Issue 30: an add writes every graph table whole. `add_touches.py` bounds what an add can change
 by the names its documents mention; this counts what did change between two versions: for each
-graph table, the rows kept exactly (same id, every column equal), changed (same id, some column
-differs; the `row` position column aside, see rows_by_id), new and gone. A delta writer would write the changed and new rows and delete the gone
-ones; the rest is what the whole-table write spends on rows it copies. Nothing is timed.
+graph table, the rows kept exactly (same id, every column equal but the `row` position, see
+rows_by_id), changed (same id, some column differs), new and gone. A delta writer would write the
+changed and new rows and delete the gone ones; the rest is what the whole-table write spends on
+rows it copies. Nothing is timed.
 """
 from __future__ import annotations
 

@@ -235,9 +235,9 @@ def checked_lists(recs: list[dict], tries: int, with_fresh: bool = False) -> tup
 def confirmed(args) -> None:
     """Both sides right held out by book when an answer must also pass its second reading: each
     confirm threshold of the calibration's grid (tau chosen on the other books), and both chosen
-    on the other books (nested: llm_calibration.held_out_confirmed, as `pagerag calibrate --llm`
-    reports it)."""
-    from pagerag.evaluate.llm_calibration import CONFIRM_GRID, confirm_variants, confirmed_sides, held_out_confirmed
+    on the other books (nested: llm_calibration.confirmed_sides, as `pagerag calibrate --llm`
+    reports it), over all pairs and by kind of pair."""
+    from pagerag.evaluate.llm_calibration import CONFIRM_GRID, confirm_variants, confirmed_sides
 
     recs = read_records(args)
     books = np.array([r["book"] for r in recs])
@@ -250,14 +250,12 @@ def confirmed(args) -> None:
         answered, refused = held_out_sides(says, silent, books, *variants[c])
         print(f"| {c if c is not None else 'none (no second reading)'} | {100 * answered.mean():.1f} | "
               f"{100 * refused.mean():.1f} | **{100 * (answered & refused).mean():.1f}** |")
-    nested = held_out_confirmed(says, silent, books, variants)
-    print(f"| chosen with tau on the other books (nested) | {100 * nested['answered_where_says']:.1f} | "
-          f"{100 * nested['refused_where_not']:.1f} | **{100 * nested['both']:.1f}** |")
-    answered, refused = confirmed_sides(says, silent, books, variants)
+    answered, refused = confirmed_sides(says, silent, books, variants)  # as held_out_confirmed decides them
     kinds = np.array([r["kind"] for r in recs])
-    for kind in sorted(set(kinds)):  # the same nested decisions, by how the pair was made
-        k = kinds == kind
-        print(f"| … {kind} pairs ({k.sum()}) | {100 * answered[k].mean():.1f} | {100 * refused[k].mean():.1f} | "
+    rows = [("chosen with tau on the other books (nested)", np.ones(len(recs), bool))] + \
+        [(f"… {kind} pairs ({(kinds == kind).sum()})", kinds == kind) for kind in sorted(set(kinds))]
+    for name, k in rows:
+        print(f"| {name} | {100 * answered[k].mean():.1f} | {100 * refused[k].mean():.1f} | "
               f"**{100 * (answered & refused)[k].mean():.1f}** |")
 
 

@@ -6,7 +6,7 @@
 A change that moves a few questions either way is noise; one that moves many the same way is not.
 Printed: for retrieval, per set and pipeline the mean change of evidence recall with a 95%
 bootstrap interval (2,000 resamples of the questions, seed 0) and how many questions went up or
-down; for book QA, per group (the test books; the DEV sets) how many decisions are the same, the
+down; for book QA, per group (the test or the training books; the DEV sets) how many decisions are the same, the
 lenient verdicts of the answerable questions both runs answered, and the change of correct
 refusal, false refusal and lenient accuracy in points with the same kind of interval.
 """
@@ -16,7 +16,12 @@ import argparse
 import json
 import random
 import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pagerag.train.books import TRAIN_BOOKS  # noqa: E402
 
 RESAMPLES = 2000
 
@@ -63,10 +68,11 @@ def book_qa(before: Path, after: Path) -> None:
     rng = random.Random(0)
     print("| group | n | same decision | same lenient verdict (answered by both) | correct refusal | false refusal | lenient |")
     print("| --- | ---: | ---: | ---: | --- | --- | --- |")
-    for group in ("test books", "DEV sets"):
-        keys = sorted(k for k in a.keys() & b.keys() if k[1].startswith("DEV") == (group == "DEV sets"))
+    for dev in (False, True):
+        keys = sorted(k for k in a.keys() & b.keys() if k[1].startswith("DEV") == dev)
         if not keys:
             continue
+        group = "DEV sets" if dev else "training books" if {k[1] for k in keys} <= set(TRAIN_BOOKS) else "test books"
         same = sum(a[k]["decision"] == b[k]["decision"] for k in keys)
         both = [k for k in keys if a[k]["answerable"] and a[k]["decision"] == b[k]["decision"] == "answered"]
         resampled = []

@@ -233,8 +233,8 @@ def main(argv: list[str] | None = None) -> int:
 
     data = args.data or Path(os.environ.get("PAGERAG_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data")
     books = {"train": TRAIN_BOOKS, "test": TEST_BOOKS}.get(args.books) or tuple(args.books.split(","))
+    folder = args.inserts or data / "qa" / "train"
     for book in books:
-        folder = args.inserts or data / "qa" / "train"
         qa = folder / f"{book}.qa.jsonl"
         inserts = None if args.cut_only else folder / f"{book}.insert.jsonl"
         dropped: Counter = Counter()
