@@ -8,7 +8,8 @@ by the names its documents mention; this counts what did change between two vers
 graph table, the rows kept exactly (same id, every column equal but the `row` position, see
 rows_by_id), changed (same id, some column differs), new and gone. A delta writer would write the
 changed and new rows and delete the gone ones; the rest is what the whole-table write spends on
-rows it copies. Nothing is timed.
+rows it copies. Nothing is timed. (A version of format 3 on stores no raw graph when spaCy
+extracted it: its raw tables are empty, and it is made from the mention parts when read.)
 """
 from __future__ import annotations
 

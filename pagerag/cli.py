@@ -92,7 +92,7 @@ def inspect(repo: Path = RepoOption, as_json: bool = typer.Option(False, "--json
     stored = kept(repo)
     if as_json:
         _print_json({**{key: stats.get(key) for key in INSPECT_KEYS}, "versions_kept": stored.versions,
-                     "bytes_kept": stored.bytes})
+                     "bytes_kept": stored.bytes, "raw_graph": repository.manifest.get("raw_graph", "stored")})
         return
     from rich.console import Console
     from rich.table import Table
@@ -111,6 +111,8 @@ def inspect(repo: Path = RepoOption, as_json: bool = typer.Option(False, "--json
     table.add_row("build LLM tokens", "", str(stats.get("build_tokens")))
     table.add_row("versions kept", "", str(stored.versions))
     table.add_row("bytes kept", "", human_bytes(stored.bytes))
+    if repository.derived("raw"):
+        table.caption = "the raw graph is not stored: it is made from the documents' mention parts when read"
     Console().print(table)
     stages = repository.manifest.get("stage_seconds", {})
     if stages:

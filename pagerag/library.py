@@ -19,7 +19,6 @@ with the same atomic swap as a build (repository.publish), under the repository'
 """
 from __future__ import annotations
 
-import gzip
 import json
 import time
 from dataclasses import dataclass, field
@@ -31,11 +30,11 @@ import numpy as np
 from .errors import InputError
 from .graph.name_pairs import NAME_MEMO, load_memo
 from .records import Community, Graph, Passage, SourceDoc
+from .repository import EXTRACT_DIR
 from .settings import Settings
 from .memory import cyclic_gc_paused
 from .stages import DocumentParts, MemoEmbedder, StageCache, digest, embed_name_vectors, run_timed
 
-EXTRACT_DIR = "extract"
 WINDOWS_DIR = "windows"
 # After the passage pass, the encoder gives back its compiled model's memory when the pass
 # covered at least this many passages (OpenVINO: ~150 MB more after a book's pass, under spaCy's
@@ -181,19 +180,18 @@ def assemble(base: Base | None, parts: list[DocumentParts], settings: Settings, 
 def stored_mentions(repo, doc_ids: list[str], passages: list[Passage], settings: Settings) -> tuple[dict[str, Any], set[str]]:
     """The mention parts of a base's documents; a repository built before there were any (or with
     other extraction settings) has them read again from its passages, once."""
-    from .graph.extract_nlp import collect_mentions, mentions_from_dict
+    from .graph.extract_nlp import collect_mentions, read_mention_part
 
     out, missing = {}, []
     wanted = digest(settings.extract.model_dump(exclude={"n_process"}))
     for doc_id in doc_ids:
-        path = repo.root / EXTRACT_DIR / f"{doc_id}.json.gz"
         try:
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                data = json.load(fh)
-            if data.get("settings") != wanted:
-                raise ValueError("other extraction settings")
-            out[doc_id] = mentions_from_dict(data)
-        except (OSError, ValueError, KeyError):
+            made_with, part = read_mention_part(repo.root / EXTRACT_DIR / f"{doc_id}.json.gz")
+        except (OSError, ValueError):
+            made_with = None
+        if made_with == wanted:
+            out[doc_id] = part
+        else:
             missing.append(doc_id)
     if missing:
         again = set(missing)
@@ -338,8 +336,13 @@ def _llm_graph(passages, settings: Settings, cache: StageCache, progress, timing
 
 
 def _seed_names(embedder: MemoEmbedder, repo) -> None:
-    """Names the base already embedded are not embedded again (read from its entity tables
-    alone: the base's relations are never loaded)."""
+    """Names the base already embedded are not embedded again (from its names table; before
+    format 3, from its entity tables: the base's relations are never loaded)."""
+    if repo.names_table:
+        names, vectors = repo.name_vectors()
+        if names:
+            embedder.remember(names, vectors)
+        return
     for kind in ("raw", "governed"):
         try:
             names = [row["name"] for row in repo.store.read(f"entities_{kind}")]

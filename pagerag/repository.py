@@ -7,7 +7,12 @@
                            pages and headings as offsets into <doc>.txt (structure.py); a
                            repository built before it existed has none: no page, no section
       tables/              LanceDB: passages (+vectors), entities_/relations_/communities_
-                           {governed,raw} (+ entity vectors); provenance lives in passage_ids
+                           {governed,raw}, names (every entity name's vector, appended per
+                           add; format 3 on: before, each entity table held its own);
+                           provenance lives in passage_ids. The raw graph's tables are empty
+                           when the manifest's `raw_graph` is "mention parts": it is made again
+                           from extract/ when first read (spaCy extraction only)
+      extract/<doc>.json.gz  each document's mention part (what spaCy read in it)
       lexical/<doc>.npz    BM25: each document's passages' term counts (format 2 on; scored
                            together as one bm25s index at query time, index.lexical)
       bm25/                format 1 only: one bm25s index; document i = passage row i
@@ -34,9 +39,13 @@ from .errors import RepositoryError
 from .records import Community, Entity, Graph, Passage, Relation, set_place
 from .structure import Structure
 
-# 2: BM25 as one shard per document in lexical/ (1: one bm25s index in bm25/, still read)
-FORMAT_VERSION = 2
+# 3: name vectors in one `names` table; the raw graph made from the mention parts when read
+# 2: BM25 as one shard per document in lexical/ (1: one bm25s index in bm25/); both still read
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
+EXTRACT_DIR = "extract"
+NAMES_TABLE = "names"
+RAW_FROM_MENTIONS = "mention parts"  # the manifest's `raw_graph` when the raw graph is not stored
 STRUCTURE_SUFFIX = ".structure.json"
 GRAPH_KINDS = ("governed", "raw")
 STORE_BACKEND = "lancedb"
@@ -122,12 +131,22 @@ class Repository:
         except (OSError, ValueError) as exc:  # a shard missing, unreadable or of another length
             raise RepositoryError(f"{self.path}: the BM25 shards do not match the passages ({exc})") from None
 
+    def derived(self, kind: str) -> bool:
+        """Whether the graph `kind` is not stored but made from the mention parts when read: the
+        raw graph of a spaCy-extracted version since format 3. It is a function of those parts
+        (build_raw_graph over them, in document-id order), which an add writes only for its own
+        documents; storing it rewrote ~440k rows at every add into 1,000 documents."""
+        return kind == "raw" and self.manifest.get("raw_graph") == RAW_FROM_MENTIONS
+
     def graph(self, kind: str = "governed", relations: bool = True) -> Graph:
         """The graph as records; relations=False leaves its relations out (relation_table reads
         them as columns)."""
         if kind not in GRAPH_KINDS:
             raise ValueError(f"graph kind must be one of {GRAPH_KINDS}")
         if kind in self._graphs:
+            return self._graphs[kind]
+        if self.derived(kind):
+            self._graphs[kind] = self.graph_from_mentions()
             return self._graphs[kind]
         graph = Graph(
             entities=[Entity(**r) for r in self.store.iter_rows(f"entities_{kind}")],
@@ -145,16 +164,68 @@ class Repository:
 
         if kind not in GRAPH_KINDS:
             raise ValueError(f"graph kind must be one of {GRAPH_KINDS}")
+        if self.derived(kind):
+            return RelationTable.of(self.graph(kind).relations)
         columns = self.store.columns(f"relations_{kind}", [*COLUMNS, "row"], decode=False)
         order = sorted(range(len(columns["row"])), key=columns["row"].__getitem__)
         return RelationTable({c: [columns[c][i] for i in order] for c in COLUMNS})
 
+    def graph_from_mentions(self) -> Graph:
+        """The raw graph as the writer built it: build_raw_graph over every document's mention
+        part with this version's extraction settings (its communities are found by the reader,
+        as a stored raw graph's are). Not cached: graph("raw") keeps it."""
+        from .graph.extract_nlp import build_raw_graph, merge_mentions, read_mention_part
+        from .memory import cyclic_gc_paused
+        from .settings import ExtractSettings
+
+        given = self.manifest.get("settings", {}).get("extract", {})
+        settings = ExtractSettings(**{k: v for k, v in given.items() if k in ExtractSettings.model_fields})
+        parts = {}
+        with cyclic_gc_paused():  # every document's sentences, as small lists (see memory.py)
+            for doc_id in sorted({p.doc_id for p in self.passages}):
+                path = self.root / EXTRACT_DIR / f"{doc_id}.json.gz"
+                try:
+                    parts[doc_id] = read_mention_part(path)[1]
+                except (OSError, ValueError) as exc:
+                    raise RepositoryError(f"{self.path}: the raw graph's mention part of {doc_id} is unreadable "
+                                          f"({exc.__class__.__name__}); rebuild") from None
+            return build_raw_graph(merge_mentions(parts), self.passages, settings)
+
     def entity_vectors(self, kind: str = "governed") -> np.ndarray:
+        """The graph's name vectors, a row per entity in table order."""
         if kind not in self._entity_vectors:
-            self._entity_vectors[kind] = (
-                self.store.vectors(f"entities_{kind}") if self.store.count(f"entities_{kind}")
-                else np.zeros((0, self.passage_vectors.shape[1]), dtype=np.float32))
+            self._entity_vectors[kind] = self._read_entity_vectors(kind)
         return self._entity_vectors[kind]
+
+    def _read_entity_vectors(self, kind: str) -> np.ndarray:
+        dim = int(self.manifest.get("embedding_dim") or self.passage_vectors.shape[1])
+        if not self.names_table:  # before format 3 each entity table held its names' vectors
+            return self.store.vectors(f"entities_{kind}") if self.store.count(f"entities_{kind}") \
+                else np.zeros((0, dim), dtype=np.float32)
+        if self.derived(kind):
+            names = [e.name for e in self.graph(kind).entities]
+        else:
+            columns = self.store.columns(f"entities_{kind}", ["name", "row"])
+            names = [n for _, n in sorted(zip(columns["row"], columns["name"]))]
+        known, vectors = self.name_vectors()
+        row = {name: i for i, name in enumerate(known)}
+        missing = next((n for n in names if n not in row), None)
+        if missing is not None:
+            raise RepositoryError(f"{self.path}: no name vector for the {kind} entity {missing!r}; rebuild")
+        return vectors[[row[n] for n in names]] if names else np.zeros((0, dim), dtype=np.float32)
+
+    @property
+    def names_table(self) -> bool:
+        return int(self.manifest.get("format_version") or 1) >= 3
+
+    def name_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every name in the names table and its vector, in table order (names of documents
+        removed since stay: a name's vector depends on the name alone)."""
+        columns = self.store.columns(NAMES_TABLE, ["name", "row"])
+        names = [n for _, n in sorted(zip(columns["row"], columns["name"]))]
+        if not names:
+            return names, np.zeros((0, int(self.manifest.get("embedding_dim") or 384)), np.float32)
+        return names, self.store.vectors(NAMES_TABLE)
 
     def source_text(self, doc_id: str) -> str:
         if doc_id not in self._source_texts:

@@ -23,9 +23,10 @@ from typing import Any, Callable
 
 from . import __version__
 from .errors import ConfigError, InputError, PageRAGError
-from .library import EXTRACT_DIR, SUMMARY_KEYS, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, text_stages
+from .library import SUMMARY_KEYS, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, text_stages
 from .memory import fewer_collections
 from .progress import ProgressListener, StageProgress
+from .repository import EXTRACT_DIR
 from .settings import Settings
 from .stages import StageCache, digest, run_timed
 
@@ -179,7 +180,7 @@ def _make_version(repo: Path, base: Base | None, docs, settings: Settings, cache
             table = merge_windows([p.windows for p in parts]) if parts and settings.embed.windows else None
             graph_stage = graph_stages(library, base, settings, cache, progress, timings, llm)
             t0 = time.perf_counter()
-            check_graph_records(repo, graph_stage.graphs, library.passages)
+            check_graph_records(repo, stored_graphs(graph_stage, llm), library.passages)
             with progress.stage("publish", 3) as advance:
                 manifest = make_manifest(base, library, graph_stage, settings, timings, started, llm, table)
                 write_version(staging, base, library, graph_stage, table, manifest, settings)
@@ -234,7 +235,8 @@ def write_version(staging: Path, base: Base | None, library: Library, graph_stag
     from .graph.name_pairs import NAME_MEMO, save_memo
     from .index.store import open_store
     from .records import PLACE_FIELDS
-    from .repository import GRAPH_KINDS, MANIFEST, STORE_BACKEND, STRUCTURE_SUFFIX, link_tree, write_json_atomic
+    from .records import Graph
+    from .repository import GRAPH_KINDS, MANIFEST, RAW_FROM_MENTIONS, STORE_BACKEND, STRUCTURE_SUFFIX, link_tree, write_json_atomic
 
     if staging.exists():
         shutil.rmtree(staging)
@@ -274,9 +276,12 @@ def write_version(staging: Path, base: Base | None, library: Library, graph_stag
     if settings.embed.ann_min_rows and n_rows >= settings.embed.ann_min_rows:
         manifest["ann"] = {"rows": n_rows, "index": "IVF_HNSW_SQ", "metric": "cosine",
                            "action": store.index_vectors("passages")}
+    write_name_vectors(store, base, graph_stage, staging)
+    derived = manifest.get("raw_graph") == RAW_FROM_MENTIONS
     for kind in GRAPH_KINDS:
-        graph = graph_stage.graphs[kind]
-        store.write(f"entities_{kind}", record_columns(graph.entities), graph_stage.entity_vectors.get(kind))
+        # a raw graph made again from the mention parts when read is written as empty tables
+        graph = Graph() if derived and kind == "raw" else graph_stage.graphs[kind]
+        store.write(f"entities_{kind}", record_columns(graph.entities))
         store.write(f"relations_{kind}", record_columns(graph.relations))
         store.write(f"communities_{kind}", record_columns(graph.communities))
     write_json_atomic(staging / SUMMARY_KEYS, graph_stage.summary_keys)
@@ -310,6 +315,44 @@ def write_lexical(staging: Path, base: Base | None, library: Library, kept: list
             save_shard(folder / f"{doc_id}.npz", doc_texts)
             made.append(doc_id)
     return made
+
+
+def stored_graphs(graph_stage, llm) -> dict[str, Any]:
+    """The graphs a version stores: the raw one only when it cannot be made again from the
+    mention parts (an LLM extracted it, or, without governance, it is the governed one)."""
+    graphs = graph_stage.graphs
+    if llm is None and graphs["raw"] is not graphs["governed"]:
+        return {"governed": graphs["governed"]}
+    return dict(graphs)
+
+
+def write_name_vectors(store, base: Base | None, graph_stage, staging: Path) -> None:
+    """Every entity name's vector, once, in the `names` table: an add links the base's table and
+    appends the names it lacks (a new LanceDB fragment: the base's files are untouched), where the
+    entity tables each held their names' vectors and were rewritten whole (~70 MB at 1,000
+    documents, at every add)."""
+    import numpy as np
+
+    from .repository import NAMES_TABLE, link_tree
+
+    rows: dict[str, np.ndarray] = {}
+    for kind, graph in graph_stage.graphs.items():
+        vectors = graph_stage.entity_vectors.get(kind)
+        if vectors is not None and len(vectors) == len(graph.entities):
+            for entity, vector in zip(graph.entities, vectors):
+                rows.setdefault(entity.name, vector)
+    table = base.repo.root / "tables" / f"{NAMES_TABLE}.lance" if base is not None and base.repo.names_table else None
+    if table is not None and table.is_dir() and base.repo.store.count(NAMES_TABLE):
+        link_tree(table, staging / "tables" / f"{NAMES_TABLE}.lance")
+        have = set(store.columns(NAMES_TABLE, ["name"])["name"])
+        new = sorted(n for n in rows if n not in have)
+        if new:
+            store.append(NAMES_TABLE, {"name": new}, np.stack([rows[n] for n in new]))
+        return
+    names = sorted(rows)  # a build, or a base without the table (or with an empty one, which has no columns)
+    dim = next(iter(rows.values())).shape[0] if rows else 384
+    store.write(NAMES_TABLE, {"name": names} if names else [],
+                np.stack([rows[n] for n in names]) if names else np.zeros((0, dim), np.float32))
 
 
 def record_columns(records, leave=()) -> dict[str, list[Any]]:
@@ -375,7 +418,7 @@ def write_query_snapshot(repo: Path) -> None:
 
 def make_manifest(base: Base | None, library: Library, stage, settings: Settings, timings, started, llm=None,
                   windows=None) -> dict[str, Any]:
-    from .repository import FORMAT_VERSION, STORE_BACKEND
+    from .repository import FORMAT_VERSION, RAW_FROM_MENTIONS, STORE_BACKEND
 
     tokens = stage.tokens
     raw, governed = stage.graphs["raw"].stats(), stage.graphs["governed"].stats()
@@ -424,6 +467,7 @@ def make_manifest(base: Base | None, library: Library, stage, settings: Settings
         "stage_seconds": dict(timings),
         "build_tokens": tokens,
         "extractor": settings.extract.extractor,
+        "raw_graph": "stored" if "raw" in stored_graphs(stage, llm) else RAW_FROM_MENTIONS,
         "governance": governance,
         "extraction_llm": {"backend": getattr(llm, "name", None), "model": getattr(llm, "model", None)} if llm else None,
         "library": {"version": version, "history": history},

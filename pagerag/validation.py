@@ -9,7 +9,7 @@ from pathlib import Path
 from .errors import RepositoryError
 from .graph.provenance import element_problems, provenance_problems
 from .records import Passage
-from .repository import GRAPH_KINDS, Repository
+from .repository import EXTRACT_DIR, GRAPH_KINDS, NAMES_TABLE, Repository
 
 
 def validate_repository(path: Path, docs: set[str] | None = None, graphs_checked: bool = False) -> Repository:
@@ -40,13 +40,32 @@ def validate_repository(path: Path, docs: set[str] | None = None, graphs_checked
     if repo.bm25.n_docs != len(passages):
         raise RepositoryError(f"{path}: BM25 index does not match passages")
     for kind in GRAPH_KINDS:
-        if graphs_checked:
-            problems, what = stored_count_problems(repo, kind), "tables"
+        if repo.derived(kind) and graphs_checked:  # made from the mention parts when read: they must all be there
+            problems, what = mention_part_problems(repo, passages), "mention parts"
+        elif repo.derived(kind):
+            problems, what = provenance_problems(repo.graph_from_mentions(), passages), "provenance"  # not kept
+        elif graphs_checked:
+            problems, what = stored_count_problems(repo, kind) + name_vector_problems(repo, kind), "tables"
         else:
-            problems, what = stored_provenance_problems(repo, kind, passages), "provenance"
+            problems, what = stored_provenance_problems(repo, kind, passages) + name_vector_problems(repo, kind), "provenance"
         if problems:
             raise RepositoryError(f"{path}: {kind} graph {what}: {problems[0]}")
     return repo
+
+
+def mention_part_problems(repo: Repository, passages: list[Passage]) -> list[str]:
+    """A mention part missing for a document (the raw graph is made from them when read)."""
+    return [f"no mention part for {doc_id}" for doc_id in sorted({p.doc_id for p in passages})
+            if not (repo.root / EXTRACT_DIR / f"{doc_id}.json.gz").is_file()]
+
+
+def name_vector_problems(repo: Repository, kind: str) -> list[str]:
+    """A stored entity whose name has no vector in the names table (format 3 on)."""
+    if not repo.names_table:
+        return []
+    have = set(repo.store.columns(NAMES_TABLE, ["name"])["name"])
+    missing = [n for n in repo.store.columns(f"entities_{kind}", ["name"])["name"] if n not in have]
+    return [f"{len(missing)} entity names without a vector (first: {missing[0]!r})"] if missing else []
 
 
 def check_graph_records(where: Path, graphs: dict, passages: list[Passage]) -> None:

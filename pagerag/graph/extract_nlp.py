@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import bisect
 import functools
+import gzip
+import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ConfigError
@@ -337,6 +340,17 @@ def mentions_from_dict(data: dict[str, Any]) -> "_Accumulator":
         acc.sentences.append(_Sentence([intern(p) for p in pids], start, end, [keys[k] for k in ks],
                                        [(keys[a], intern(label), keys[b]) for a, label, b in triples]))
     return acc
+
+
+def read_mention_part(path: Path) -> tuple[str | None, "_Accumulator"]:
+    """A document's stored mention part (`extract/<doc>.json.gz`): the digest of the extraction
+    settings it was made with, and the part. Raises OSError or ValueError when it is unreadable."""
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    try:
+        return data.get("settings"), mentions_from_dict(data)
+    except (KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"{path.name}: not a mention part ({exc.__class__.__name__})") from None
 
 
 def worker_count(requested: int, n_chars: int) -> int:

@@ -190,8 +190,12 @@ class RepoState:
             # the raw graph's communities are made when first read, from its relations as records;
             # every other view reads its relations as columns only
             store = self.repo.store
-            summarise = not store.count(f"communities_{kind}") and store.count(f"relations_{kind}") > 0
-            graph = self.repo.graph(kind, relations=summarise)
+            if self.repo.derived(kind):  # made from the mention parts, as records
+                graph = self.repo.graph(kind)
+                summarise = bool(graph.relations)
+            else:
+                summarise = not store.count(f"communities_{kind}") and store.count(f"relations_{kind}") > 0
+                graph = self.repo.graph(kind, relations=summarise)
             relations = None if summarise else self.repo.relation_table(kind)
             vectors = np.ascontiguousarray(self.repo.entity_vectors(kind), dtype=np.float32)
         except Exception as exc:

@@ -128,14 +128,14 @@ def test_build_inspect_export_through_cli(tmp_path: Path, carol_excerpt: Path):
     stats = json.loads(run_cli("inspect", "--repo", str(repo), "--json").stdout)
     expected = {"passages", "entities_raw", "entities", "relations_raw", "relations", "communities_raw",
                 "communities", "isolated_raw", "isolated", "build_seconds", "build_tokens", "words",
-                "versions_kept", "bytes_kept"}
-    assert set(stats) == expected
+                "versions_kept", "bytes_kept", "raw_graph"}
+    assert set(stats) == expected and stats["raw_graph"] == "mention parts"
     assert stats["passages"] > 0 and stats["entities"] <= stats["entities_raw"]
     assert stats["versions_kept"] == 1 and stats["bytes_kept"] > 0
     assert stats["communities"] > 0 and stats["communities_raw"] is None  # the raw graph's: found when first read
     table = run_cli("inspect", "--repo", str(repo))
     assert table.returncode == 0 and "governed" in table.stdout and "versions kept" in table.stdout
-    assert "on demand" in table.stdout
+    assert "on demand" in table.stdout and "mention parts" in table.stdout
     graphml = tmp_path / "g.graphml"
     result = run_cli("export", "--repo", str(repo), "--graphml", str(graphml))
     assert result.returncode == 0, result.stderr

@@ -72,24 +72,48 @@ def test_validation_reads_a_stored_graphs_provenance_as_its_records_give_it(caro
     from pagerag.validation import stored_provenance_problems
 
     sound = Repository.open(carol_repo)
-    for kind in ("raw", "governed"):
-        assert stored_provenance_problems(sound, kind, sound.passages) == []
+    assert stored_provenance_problems(sound, "governed", sound.passages) == []
     damaged = tmp_path / "damaged.rag"
     shutil.copytree(carol_repo, damaged)
     repo = Repository.open(damaged)
-    rows = repo.store.read("relations_raw")
+    rows = repo.store.read("relations_governed")
     with_evidence = [r for r in rows if r["evidence"]]
     pid, start, _ = with_evidence[0]["evidence"][0]
     with_evidence[0]["evidence"][0] = [pid, start, start]  # an empty span
     with_evidence[1]["passage_ids"] = [*with_evidence[1]["passage_ids"], "no-such-passage"]
-    repo.store.write("relations_raw", rows)
+    repo.store.write("relations_governed", rows)
     repo = Repository.open(damaged)
-    stored = stored_provenance_problems(repo, "raw", repo.passages)
-    assert sorted(stored) == sorted(provenance_problems(repo.graph("raw"), repo.passages))
+    stored = stored_provenance_problems(repo, "governed", repo.passages)
+    assert sorted(stored) == sorted(provenance_problems(repo.graph("governed"), repo.passages))
     assert any("evidence span" in p and with_evidence[0]["relation_id"] in p for p in stored)
     assert any("unknown passage no-such-passage" in p for p in stored) and len(stored) == 2
-    with pytest.raises(RepositoryError, match="raw graph provenance"):
+    with pytest.raises(RepositoryError, match="governed graph provenance"):
         validate_repository(damaged)
+
+
+def test_the_raw_graph_is_made_from_the_mention_parts(carol_repo: Path, tmp_path: Path):
+    """A spaCy-extracted version stores no raw graph: its tables are empty, and the raw graph is
+    made again from the documents' mention parts when read (the counts the manifest gives, sound
+    provenance, a name vector per entity). Without a mention part the version does not validate."""
+    from pagerag.graph.provenance import provenance_problems
+
+    repo = Repository.open(carol_repo)
+    assert repo.manifest["raw_graph"] == "mention parts" and repo.derived("raw") and not repo.derived("governed")
+    assert all(repo.store.count(f"{table}_raw") == 0 for table in ("entities", "relations", "communities"))
+    raw, stats = repo.graph("raw"), repo.manifest["stats"]
+    assert (len(raw.entities), len(raw.relations)) == (stats["entities_raw"], stats["relations_raw"])
+    assert len(raw.entities) > len(repo.graph("governed").entities) and not provenance_problems(raw, repo.passages)
+    assert repo.entity_vectors("raw").shape == (len(raw.entities), repo.passage_vectors.shape[1])
+    assert len(repo.relation_table("raw")) == len(raw.relations)
+    validate_repository(carol_repo)  # the full check builds the raw graph and checks its provenance
+    without = tmp_path / "without.rag"
+    shutil.copytree(carol_repo, without)
+    for part in (without / "extract").iterdir():
+        part.unlink()
+    with pytest.raises(RepositoryError, match="raw graph mention parts: no mention part for"):
+        validate_repository(without, graphs_checked=True)
+    with pytest.raises(RepositoryError, match="mention part of .* is unreadable"):
+        Repository.open(without).graph("raw")
 
 
 def test_a_writer_checks_its_graphs_records_and_then_the_stored_counts(carol_repo: Path, tmp_path: Path):

@@ -76,6 +76,11 @@ def test_build_then_add_is_the_build_of_both(libraries):
     assert np.allclose(whole.passage_vectors, grown.passage_vectors[order], atol=1e-6)
     for kind in ("governed", "raw"):
         assert graph_of(whole, kind) == graph_of(grown, kind), kind
+        assert np.allclose(whole.entity_vectors(kind), grown.entity_vectors(kind), atol=1e-6), kind
+    # the names table of the add: the base's rows, linked, and the names the add brought after them
+    base_names, grown_names = Repository.open(libraries["a"]).name_vectors()[0], grown.name_vectors()[0]
+    assert grown_names[:len(base_names)] == base_names and len(grown_names) > len(base_names)
+    assert set(grown_names) == set(whole.name_vectors()[0])
     ami = community_ami(whole, grown)
     print(f"communities of build(A+B) vs build(A)+add(B): adjusted mutual information {ami:.3f}")
     assert ami > 0.5
@@ -334,11 +339,33 @@ def test_a_remove_drops_its_passages_from_the_lexical_index(libraries, settings,
     assert_same_hits(lexical_hits(shrunk), lexical_hits(Repository.open(libraries["a"])))
 
 
+def make_format_2(repo: Path) -> None:
+    """What a repository written before the names table looks like: each entity table with its
+    names' vectors, the raw graph stored in its tables, format 2."""
+    from dataclasses import asdict
+
+    from pagerag.index.store import open_store
+
+    opened = Repository.open(repo)
+    graphs = {kind: opened.graph(kind) for kind in ("governed", "raw")}
+    vectors = {kind: opened.entity_vectors(kind) for kind in graphs}
+    store = open_store("lancedb", repo / "tables")
+    for kind, graph in graphs.items():
+        store.write(f"entities_{kind}", [asdict(e) for e in graph.entities], vectors[kind])
+        store.write(f"relations_{kind}", [asdict(r) for r in graph.relations])
+    shutil.rmtree(repo / "tables" / "names.lance")
+    manifest = json.loads((repo / "manifest.json").read_text())
+    manifest["format_version"] = 2
+    manifest.pop("raw_graph")
+    (repo / "manifest.json").write_text(json.dumps(manifest))
+
+
 def make_format_1(repo: Path) -> None:
     """What a repository written before the BM25 shards looks like: one bm25s index over all
-    passages in bm25/, no lexical/, format 1."""
+    passages in bm25/, no lexical/, format 1 (and format 2's graph tables)."""
     from pagerag.index.lexical import BM25Index
 
+    make_format_2(repo)
     BM25Index.build([p.text for p in Repository.open(repo).passages]).save(repo / "bm25")
     shutil.rmtree(repo / "lexical")
     manifest = json.loads((repo / "manifest.json").read_text())
@@ -364,5 +391,5 @@ def test_an_old_format_repository_answers_and_grows(libraries, parts, settings, 
     add_documents([parts["b"]], old, settings, show_progress=False)
     grown = validate_repository(old)
     assert isinstance(grown.bm25, ShardedBM25) and not (old / "bm25").exists()
-    assert grown.manifest["format_version"] == 2 and grown.manifest["lexical"]["tokenized"] == ["a", "b"]
+    assert grown.manifest["format_version"] == 3 and grown.manifest["lexical"]["tokenized"] == ["a", "b"]
     assert_same_hits(lexical_hits(grown), lexical_hits(Repository.open(libraries["ab"])))
