@@ -234,8 +234,7 @@ def write_version(staging: Path, base: Base | None, library: Library, graph_stag
     from .graph.extract_nlp import mentions_to_dict
     from .graph.name_pairs import NAME_MEMO, save_memo
     from .index.store import open_store
-    from .records import PLACE_FIELDS
-    from .records import Graph
+    from .records import PLACE_FIELDS, Graph
     from .repository import GRAPH_KINDS, MANIFEST, RAW_FROM_MENTIONS, STORE_BACKEND, STRUCTURE_SUFFIX, link_tree, write_json_atomic
 
     if staging.exists():
