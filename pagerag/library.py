@@ -256,6 +256,12 @@ def _graph_stages(library: Library, base: Base | None, settings: Settings, cache
             raw, passages, settings.govern, embedder.encode, known_names, names_model(settings)))
         advance(1)
     del known_names
+    if llm is None and raw is not governed:
+        # Not stored (made from the mention parts when read), so its ~400k relations are done with
+        # once governed; held on through the communities, the write and the collection before
+        # validation, the add of 12 documents into 950 took 1.5 s longer (peak RSS the same; see
+        # docs/library.md). Its statistics are governance's (report["raw"]).
+        raw.relations = []
     graphs = {"raw": raw, "governed": governed}
     summary_keys: dict[str, list[str]] = {}
     # an add or remove keeps the communities it did not touch (Leiden again on the touched region only)

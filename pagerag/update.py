@@ -420,7 +420,8 @@ def make_manifest(base: Base | None, library: Library, stage, settings: Settings
     from .repository import FORMAT_VERSION, RAW_FROM_MENTIONS, STORE_BACKEND
 
     tokens = stage.tokens
-    raw, governed = stage.graphs["raw"].stats(), stage.graphs["governed"].stats()
+    # the raw graph's statistics as governance saw it (an unstored raw graph's relations are let go after it)
+    raw, governed = stage.governance.get("raw") or stage.graphs["raw"].stats(), stage.graphs["governed"].stats()
     governance = {k: v for k, v in stage.governance.items() if k not in ("raw", "governed")}
     seconds = round(time.perf_counter() - started, 3)
     previous = (base.repo.manifest.get("library") or {}) if base is not None else {}

@@ -77,6 +77,9 @@ def test_build_then_add_is_the_build_of_both(libraries):
     for kind in ("governed", "raw"):
         assert graph_of(whole, kind) == graph_of(grown, kind), kind
         assert np.allclose(whole.entity_vectors(kind), grown.entity_vectors(kind), atol=1e-6), kind
+    raw, stats = grown.graph("raw"), grown.manifest["stats"]  # an add lets the raw relations go once governed
+    assert (stats["entities_raw"], stats["relations_raw"], stats["isolated_raw"]) == \
+        (len(raw.entities), len(raw.relations), raw.stats()["isolated"])
     # the names table of the add: the base's rows, linked, and the names the add brought after them
     base_names, grown_names = Repository.open(libraries["a"]).name_vectors()[0], grown.name_vectors()[0]
     assert grown_names[:len(base_names)] == base_names and len(grown_names) > len(base_names)
