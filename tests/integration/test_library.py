@@ -342,6 +342,24 @@ def test_a_remove_drops_its_passages_from_the_lexical_index(libraries, settings,
     assert_same_hits(lexical_hits(shrunk), lexical_hits(Repository.open(libraries["a"])))
 
 
+def test_an_adds_validation_checks_the_new_documents_shards(libraries, tmp_path):
+    """The writer's check of an add (validate_repository with its new documents) reads only their
+    BM25 shards against their passages, and finds a shard file for every other document."""
+    repo = tmp_path / "ab.rag"
+    shutil.copytree(libraries["a_then_b"], repo)
+    validate_repository(repo, docs={"b"}, graphs_checked=True)
+    lexical = repo / "lexical"
+    shutil.copy(lexical / "a.npz", lexical / "b.npz")  # another document's passages: another count
+    with pytest.raises(RepositoryError, match=r"BM25 index does not match passages \(.*shard of b has"):
+        validate_repository(repo, docs={"b"}, graphs_checked=True)
+    shutil.copy(libraries["a_then_b"] / "lexical" / "b.npz", lexical / "b.npz")
+    (lexical / "a.npz").unlink()
+    with pytest.raises(RepositoryError, match=r"no shard for a"):
+        validate_repository(repo, docs={"b"}, graphs_checked=True)
+    with pytest.raises(RepositoryError, match="BM25"):  # and the full check, as before
+        validate_repository(repo)
+
+
 def make_format_2(repo: Path) -> None:
     """What a repository written before the names table looks like: each entity table with its
     names' vectors, the raw graph stored in its tables, format 2."""
