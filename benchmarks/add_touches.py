@@ -41,12 +41,12 @@ def alias_index(repo) -> dict[str, str]:
 def touched_by(repo, doc_ids: list[str], alias_to: dict[str, str]) -> tuple[set[str], set[tuple[str, str]]]:
     """(governed entities the documents mention, pairs of them sharing a sentence of theirs)."""
     from pagerag.graph.extract_nlp import mentions_from_dict
-    from pagerag.library import EXTRACT_DIR
+    from pagerag.repository import mention_part_path
 
     entities: set[str] = set()
     pairs: set[tuple[str, str]] = set()
     for doc_id in doc_ids:
-        with gzip.open(repo.root / EXTRACT_DIR / f"{doc_id}.json.gz", "rt", encoding="utf-8") as fh:
+        with gzip.open(mention_part_path(repo.root, doc_id), "rt", encoding="utf-8") as fh:
             part = mentions_from_dict(json.load(fh))
         for sentence in part.sentences:
             ids = sorted({alias_to[name] for name, _ in sentence.keys if name in alias_to})

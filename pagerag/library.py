@@ -30,7 +30,7 @@ import numpy as np
 from .errors import InputError
 from .graph.name_pairs import NAME_MEMO, load_memo
 from .records import Community, Graph, Passage, SourceDoc
-from .repository import EXTRACT_DIR
+from .repository import mention_part_path
 from .settings import Settings
 from .memory import cyclic_gc_paused
 from .stages import DocumentParts, MemoEmbedder, StageCache, digest, embed_name_vectors, run_timed
@@ -186,7 +186,7 @@ def stored_mentions(repo, doc_ids: list[str], passages: list[Passage], settings:
     wanted = digest(settings.extract.model_dump(exclude={"n_process"}))
     for doc_id in doc_ids:
         try:
-            made_with, part = read_mention_part(repo.root / EXTRACT_DIR / f"{doc_id}.json.gz")
+            made_with, part = read_mention_part(mention_part_path(repo.root, doc_id))
         except (OSError, ValueError):
             made_with = None
         if made_with == wanted:
@@ -256,7 +256,7 @@ def _graph_stages(library: Library, base: Base | None, settings: Settings, cache
             raw, passages, settings.govern, embedder.encode, known_names, names_model(settings)))
         advance(1)
     del known_names
-    if llm is None and raw is not governed:
+    if raw_made_from_mentions(raw, governed, llm):
         # Not stored (made from the mention parts when read), so its ~400k relations are done with
         # once governed; held on through the communities, the write and the collection before
         # validation, the add of 12 documents into 950 took 1.5 s longer (peak RSS the same; see
@@ -291,6 +291,13 @@ def _graph_stages(library: Library, base: Base | None, settings: Settings, cache
     stage.summary_keys = summary_keys
     stage.names = names
     return stage
+
+
+def raw_made_from_mentions(raw: Graph, governed: Graph, llm) -> bool:
+    """Whether a version stores no raw graph but has it made from its mention parts when read:
+    spaCy extracted it (an LLM's cannot be made again without the LLM) and governance made a
+    governed graph of its own (without governance the raw graph is the governed one)."""
+    return llm is None and raw is not governed
 
 
 def names_model(settings: Settings) -> str:

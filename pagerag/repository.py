@@ -51,6 +51,11 @@ GRAPH_KINDS = ("governed", "raw")
 STORE_BACKEND = "lancedb"
 
 
+def mention_part_path(root: Path, doc_id: str) -> Path:
+    """Where a version keeps a document's mention part (what spaCy read in it)."""
+    return root / EXTRACT_DIR / f"{doc_id}.json.gz"
+
+
 # --------------------------------------------------------------------------------------------
 # Reading
 
@@ -183,9 +188,8 @@ class Repository:
         parts = {}
         with cyclic_gc_paused():  # every document's sentences, as small lists (see memory.py)
             for doc_id in sorted({p.doc_id for p in self.passages}):
-                path = self.root / EXTRACT_DIR / f"{doc_id}.json.gz"
                 try:
-                    parts[doc_id] = read_mention_part(path)[1]
+                    parts[doc_id] = read_mention_part(mention_part_path(self.root, doc_id))[1]
                 except (OSError, ValueError) as exc:
                     raise RepositoryError(f"{self.path}: the raw graph's mention part of {doc_id} is unreadable "
                                           f"({exc.__class__.__name__}); rebuild") from None
@@ -197,11 +201,14 @@ class Repository:
             self._entity_vectors[kind] = self._read_entity_vectors(kind)
         return self._entity_vectors[kind]
 
+    @property
+    def embedding_dim(self) -> int:
+        return int(self.manifest.get("embedding_dim") or self.passage_vectors.shape[1])
+
     def _read_entity_vectors(self, kind: str) -> np.ndarray:
-        dim = int(self.manifest.get("embedding_dim") or self.passage_vectors.shape[1])
         if not self.names_table:  # before format 3 each entity table held its names' vectors
             return self.store.vectors(f"entities_{kind}") if self.store.count(f"entities_{kind}") \
-                else np.zeros((0, dim), dtype=np.float32)
+                else np.zeros((0, self.embedding_dim), dtype=np.float32)
         if self.derived(kind):
             names = [e.name for e in self.graph(kind).entities]
         else:
@@ -212,7 +219,7 @@ class Repository:
         missing = next((n for n in names if n not in row), None)
         if missing is not None:
             raise RepositoryError(f"{self.path}: no name vector for the {kind} entity {missing!r}; rebuild")
-        return vectors[[row[n] for n in names]] if names else np.zeros((0, dim), dtype=np.float32)
+        return vectors[[row[n] for n in names]] if names else np.zeros((0, self.embedding_dim), dtype=np.float32)
 
     @property
     def names_table(self) -> bool:
@@ -223,9 +230,7 @@ class Repository:
         removed since stay: a name's vector depends on the name alone)."""
         columns = self.store.columns(NAMES_TABLE, ["name", "row"])
         names = [n for _, n in sorted(zip(columns["row"], columns["name"]))]
-        if not names:
-            return names, np.zeros((0, int(self.manifest.get("embedding_dim") or 384)), np.float32)
-        return names, self.store.vectors(NAMES_TABLE)
+        return names, self.store.vectors(NAMES_TABLE) if names else np.zeros((0, self.embedding_dim), np.float32)
 
     def source_text(self, doc_id: str) -> str:
         if doc_id not in self._source_texts:

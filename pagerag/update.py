@@ -23,10 +23,11 @@ from typing import Any, Callable
 
 from . import __version__
 from .errors import ConfigError, InputError, PageRAGError
-from .library import SUMMARY_KEYS, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base, text_stages
+from .library import (SUMMARY_KEYS, WINDOWS_DIR, Base, Library, assemble, graph_stages, open_base,
+                      raw_made_from_mentions, text_stages)
 from .memory import fewer_collections
 from .progress import ProgressListener, StageProgress
-from .repository import EXTRACT_DIR
+from .repository import EXTRACT_DIR, mention_part_path
 from .settings import Settings
 from .stages import StageCache, digest, run_timed
 
@@ -258,7 +259,7 @@ def write_version(staging: Path, base: Base | None, library: Library, graph_stag
             json.dumps(doc.structure.to_dict(), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
     wanted = digest(settings.extract.model_dump(exclude={"n_process"}))
     for doc_id, mentions in library.mentions.items():  # (only the unsaved ones are left)
-        path = staging / EXTRACT_DIR / f"{doc_id}.json.gz"
+        path = mention_part_path(staging, doc_id)
         if doc_id in library.unsaved or not path.exists():
             with gzip.open(path, "wt", encoding="utf-8", compresslevel=5) as fh:
                 json.dump({"settings": wanted, **mentions_to_dict(mentions)}, fh, separators=(",", ":"))
@@ -318,9 +319,9 @@ def write_lexical(staging: Path, base: Base | None, library: Library, kept: list
 
 def stored_graphs(graph_stage, llm) -> dict[str, Any]:
     """The graphs a version stores: the raw one only when it cannot be made again from the
-    mention parts (an LLM extracted it, or, without governance, it is the governed one)."""
+    mention parts (library.raw_made_from_mentions)."""
     graphs = graph_stage.graphs
-    if llm is None and graphs["raw"] is not graphs["governed"]:
+    if raw_made_from_mentions(graphs["raw"], graphs["governed"], llm):
         return {"governed": graphs["governed"]}
     return dict(graphs)
 
@@ -349,9 +350,10 @@ def write_name_vectors(store, base: Base | None, graph_stage, staging: Path) -> 
             store.append(NAMES_TABLE, {"name": new}, np.stack([rows[n] for n in new]))
         return
     names = sorted(rows)  # a build, or a base without the table (or with an empty one, which has no columns)
-    dim = next(iter(rows.values())).shape[0] if rows else 384
-    store.write(NAMES_TABLE, {"name": names} if names else [],
-                np.stack([rows[n] for n in names]) if names else np.zeros((0, dim), np.float32))
+    if names:
+        store.write(NAMES_TABLE, {"name": names}, np.stack([rows[n] for n in names]))
+    else:
+        store.write(NAMES_TABLE, [])
 
 
 def record_columns(records, leave=()) -> dict[str, list[Any]]:
@@ -421,7 +423,7 @@ def make_manifest(base: Base | None, library: Library, stage, settings: Settings
 
     tokens = stage.tokens
     # the raw graph's statistics as governance saw it (an unstored raw graph's relations are let go after it)
-    raw, governed = stage.governance.get("raw") or stage.graphs["raw"].stats(), stage.graphs["governed"].stats()
+    raw, governed = stage.governance["raw"], stage.graphs["governed"].stats()
     governance = {k: v for k, v in stage.governance.items() if k not in ("raw", "governed")}
     seconds = round(time.perf_counter() - started, 3)
     previous = (base.repo.manifest.get("library") or {}) if base is not None else {}

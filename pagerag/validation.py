@@ -9,7 +9,7 @@ from pathlib import Path
 from .errors import RepositoryError
 from .graph.provenance import element_problems, provenance_problems
 from .records import Passage
-from .repository import EXTRACT_DIR, GRAPH_KINDS, NAMES_TABLE, Repository
+from .repository import GRAPH_KINDS, NAMES_TABLE, Repository, mention_part_path
 
 
 def validate_repository(path: Path, docs: set[str] | None = None, graphs_checked: bool = False) -> Repository:
@@ -38,9 +38,12 @@ def validate_repository(path: Path, docs: set[str] | None = None, graphs_checked
             raise RepositoryError(f"{path}: the structure map of {doc_id} points outside its text")
     if repo.passage_vectors.shape[0] != len(passages):
         raise RepositoryError(f"{path}: passage vectors do not match passages")
-    problem = new_shard_problem(repo, passages, docs) if docs is not None else None
-    if problem or (docs is None and repo.bm25.n_docs != len(passages)):
-        raise RepositoryError(f"{path}: BM25 index does not match passages" + (f" ({problem})" if problem else ""))
+    if docs is not None:  # an add or remove: its new documents' shards
+        problem = new_shard_problem(repo, passages, docs)
+    else:
+        problem = None if repo.bm25.n_docs == len(passages) else f"{repo.bm25.n_docs} passages indexed"
+    if problem:
+        raise RepositoryError(f"{path}: BM25 index does not match passages ({problem})")
     for kind in GRAPH_KINDS:
         if repo.derived(kind) and graphs_checked:  # made from the mention parts when read: they must all be there
             problems, what = mention_part_problems(repo, passages), "mention parts"
@@ -58,7 +61,7 @@ def validate_repository(path: Path, docs: set[str] | None = None, graphs_checked
 def mention_part_problems(repo: Repository, passages: list[Passage]) -> list[str]:
     """A mention part missing for a document (the raw graph is made from them when read)."""
     return [f"no mention part for {doc_id}" for doc_id in sorted({p.doc_id for p in passages})
-            if not (repo.root / EXTRACT_DIR / f"{doc_id}.json.gz").is_file()]
+            if not mention_part_path(repo.root, doc_id).is_file()]
 
 
 def name_vector_problems(repo: Repository, kind: str) -> list[str]:
