@@ -238,7 +238,9 @@ def _graph_stages(library: Library, base: Base | None, settings: Settings, cache
     passages = library.passages
     tokens = {"prompt": 0, "completion": 0}
     if llm is None:
-        raw = run_timed(timings, "raw_graph", lambda: build_raw_graph(merge_mentions(library.mentions), passages, settings.extract))
+        # governance sorts the passages of the relations it makes; without it the raw graph is the one stored
+        raw = run_timed(timings, "raw_graph", lambda: build_raw_graph(merge_mentions(library.mentions), passages, settings.extract,
+                                                                      ordered_passages=not settings.govern.enabled))
         # the parts already on disk are not needed again: a library's sentences are the largest thing it holds
         library.mentions = {d: m for d, m in library.mentions.items() if d in library.unsaved}
     else:

@@ -313,24 +313,49 @@ def _merged_entities(by_id: dict[str, Entity], clusters: _Clusters, order: dict[
 
 
 def _repointed_relations(relations: list[Relation], new_id: dict[str, str], order: dict[str, int]) -> list[Relation]:
+    """The raw relations moved onto the merged entities and summed per (kind, source, target,
+    label), in the raw relations' order: weights added, passages joined, evidence kept up to the
+    longest raw relation's count without repeats. Written for speed (a library's ~400k raw
+    relations at 1,000 documents): the raw relation's lists are copied into a new record, not
+    extended into an empty one."""
     cap = max((len(r.evidence) for r in relations), default=1) or 1
     merged: dict[tuple[str, str, str, str], Relation] = {}
+    find, get = new_id.get, merged.get
     for r in relations:
-        s, t = new_id.get(r.source), new_id.get(r.target)
+        s, t = find(r.source), find(r.target)
         if s is None or t is None or s == t:
             continue
-        if r.kind == "cooccurs" and s > t:
+        kind, label = r.kind, r.label
+        if kind == "cooccurs" and s > t:
             s, t = t, s
-        key = (r.kind, s, t, r.label)
-        out = merged.get(key)
+        key = (kind, s, t, label)
+        out = get(key)
         if out is None:
-            out = merged[key] = Relation(relation_id(r.kind, s, t, r.label), s, t, r.label, r.kind, 0.0)
+            merged[key] = Relation(relation_id(kind, s, t, label), s, t, label, kind, r.weight, list(r.passage_ids),
+                                   _distinct_spans(r.evidence, [], cap))
+            continue
         out.weight += r.weight
-        out.passage_ids.extend(r.passage_ids)
-        out.evidence.extend(ev for ev in r.evidence if ev not in out.evidence and len(out.evidence) < cap)
+        out.passage_ids += r.passage_ids
+        if len(out.evidence) < cap:
+            _distinct_spans(r.evidence, out.evidence, cap)
+    last = len(order)
     for r in merged.values():
-        r.passage_ids = sorted(set(r.passage_ids), key=lambda p: order.get(p, len(order)))
+        pids = set(r.passage_ids)
+        try:
+            r.passage_ids = sorted(pids, key=order.__getitem__)
+        except KeyError:  # a passage the library does not have: last
+            r.passage_ids = sorted(pids, key=lambda p: order.get(p, last))
     return list(merged.values())
+
+
+def _distinct_spans(spans: list, into: list, cap: int) -> list:
+    """`into` with each span of `spans` it lacks appended, while it holds fewer than `cap`."""
+    for span in spans:
+        if len(into) >= cap:
+            break
+        if span not in into:
+            into.append(span)
+    return into
 
 
 def attach_isolates(entities: list[Entity], linked: set[str], passages: list[Passage], order: dict[str, int],

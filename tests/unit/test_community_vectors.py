@@ -69,3 +69,47 @@ def test_a_community_with_neither_names_nor_passages_has_a_zero_vector():
     view = build_view("governed", graph, np.ones((1, DIM), np.float32), n_passages=0, dim=DIM)
     vectors = composed_community_vectors(view, community_passage_centrality(view, {}), np.zeros((0, DIM), np.float32))
     assert vectors.shape == (1, DIM) and not vectors.any()
+
+
+def hierarchy_graph(rng: np.random.Generator):
+    """40 entities with random weighted relations (some repeated between one pair, one a self
+    loop), level 0 a partition of most of them, level 1 sub-communities of level 0's, and level 2
+    two communities that share members (not a partition)."""
+    ids = [f"e{i:02d}" for i in range(40)]
+    entities = [Entity(e, f"Name {e}", "PERSON", mentions=int(rng.integers(1, 9)),
+                       passage_ids=sorted({f"p{int(j)}" for j in rng.integers(0, 30, size=int(rng.integers(1, 5)))}))
+                for e in ids]
+    relations = [Relation(f"r{k}", ids[a], ids[b], "knows", "cooccurs", float(rng.integers(1, 6)))
+                 for k, (a, b) in enumerate(rng.integers(0, 40, size=(120, 2)))]
+    relations.append(Relation("loop", ids[0], ids[0], "knows", "cooccurs", 4.0))
+    level0 = [ids[0:12], ids[12:25], ids[25:37]]  # e37..e39 in no community
+    level1 = [ids[0:5], ids[5:12], ids[12:20]]
+    level2 = [ids[0:10] + ["missing"], ids[5:18]]
+    communities = [Community(f"L{level}-{i}", level, None, members)
+                   for level, groups in enumerate([level0, level1, level2]) for i, members in enumerate(groups)]
+    return Graph(entities, relations, communities), {f"p{j}": j for j in range(30)}
+
+
+def test_member_degrees_and_passage_centrality_agree_with_their_definition():
+    """all_member_degrees (one pass over the edges per level) and community_passage_centrality
+    (a sparse product) against the definitions walked out member by member."""
+    from collections import defaultdict
+
+    from pagerag.retrieve.views import all_member_degrees, member_degrees
+
+    rng = np.random.default_rng(11)
+    graph, index = hierarchy_graph(rng)
+    view = build_view("governed", graph, np.ones((len(graph.entities), DIM), np.float32), n_passages=len(index), dim=DIM)
+    degrees = all_member_degrees(view)
+    assert degrees == [member_degrees(view, c) for c in graph.communities]
+    assert "missing" not in degrees[-2] and degrees[0]["e00"] > 1.0
+    rows = community_passage_centrality(view, index, degrees)
+    for community, members, (got_rows, got_centrality) in zip(graph.communities, degrees, rows):
+        weight = defaultdict(float)
+        for m, degree in members.items():
+            for pid in view.entity(m).passage_ids:
+                weight[index[pid]] += degree
+        expected = sorted(weight)
+        assert got_rows.dtype == np.int64 and got_rows.tolist() == expected
+        top = max(weight.values())
+        assert np.allclose(got_centrality, [weight[r] / top for r in expected], rtol=0, atol=1e-12)

@@ -111,3 +111,24 @@ def test_communities_and_summaries_keep_provenance(carol, graphs):
         assert c.summary.startswith("Entities: ")
     governed.communities = communities
     assert provenance_problems(governed, passages) == []
+
+
+def test_governance_of_a_raw_graph_left_unsorted_is_the_same(carol, graphs):
+    """A library builds its raw graph with each relation's passages unsorted and repeated
+    (ordered_passages=False), since governance sorts the lists it makes: the governed graph
+    must be exactly the one made from the sorted raw graph."""
+    from pagerag.graph.extract_nlp import build_raw_graph, collect_mentions, merge_mentions
+    from pagerag.index.torch_encoder import get_embedder
+
+    _, passages = carol
+    raw, governed, report = graphs
+    settings = ExtractSettings(n_process=1)
+    acc = merge_mentions(collect_mentions(passages, settings))
+    loose = build_raw_graph(acc, passages, settings, ordered_passages=False)
+    assert [r.relation_id for r in loose.relations] == [r.relation_id for r in raw.relations]
+    # the loose lists do repeat passages (a pair met in several sentences of one passage)
+    assert any(len(r.passage_ids) > len(set(r.passage_ids)) for r in loose.relations)
+    again, again_report = govern_with_report(loose, passages, GovernSettings(), embed=get_embedder().encode)
+    assert again.entities == governed.entities and again.relations == governed.relations
+    timed = "names_compared"  # holds the seconds its cosines took
+    assert {k: v for k, v in again_report.items() if k != timed} == {k: v for k, v in report.items() if k != timed}
