@@ -108,7 +108,8 @@ def update(repo: str | Path, settings: Settings, *, paths: list[str | Path] = ()
             cache.prune_unused()
         base = None  # its version is an old one now, and this process no longer reads it
         run_timed(timings, "collect", lambda: collect_locked(repo, settings.library.keep_versions, measure=False))
-    run_timed(timings, "snapshot", lambda: write_query_snapshot(repo))
+    with fewer_collections():  # the snapshot's view is left out of collections too (memory.cyclic_gc_paused)
+        run_timed(timings, "snapshot", lambda: write_query_snapshot(repo))
     return report
 
 

@@ -301,7 +301,7 @@ def _merged_entities(by_id: dict[str, Entity], clusters: _Clusters, order: dict[
     for root, ids in groups.items():
         members = [by_id[i] for i in ids]
         aliases = sorted({a for e in members for a in [e.name, *e.aliases]})
-        pids = sorted({p for e in members for p in e.passage_ids}, key=lambda p: order.get(p, len(order)))
+        pids = in_passage_order({p for e in members for p in e.passage_ids}, order)
         merged[root] = Entity("", _best_name(members), _cluster_type(members), aliases,
                               sum(e.mentions for e in members), pids)
     keys = {root: (e.name, e.type) for root, e in merged.items()}
@@ -338,14 +338,17 @@ def _repointed_relations(relations: list[Relation], new_id: dict[str, str], orde
         out.passage_ids += r.passage_ids
         if len(out.evidence) < cap:
             _distinct_spans(r.evidence, out.evidence, cap)
-    last = len(order)
     for r in merged.values():
-        pids = set(r.passage_ids)
-        try:
-            r.passage_ids = sorted(pids, key=order.__getitem__)
-        except KeyError:  # a passage the library does not have: last
-            r.passage_ids = sorted(pids, key=lambda p: order.get(p, last))
+        r.passage_ids = in_passage_order(set(r.passage_ids), order)
     return list(merged.values())
+
+
+def in_passage_order(passage_ids: set[str], order: dict[str, int]) -> list[str]:
+    """The passages in the library's order; any it does not have, last."""
+    try:
+        return sorted(passage_ids, key=order.__getitem__)
+    except KeyError:
+        return sorted(passage_ids, key=lambda p: order.get(p, len(order)))
 
 
 def _distinct_spans(spans: list, into: list, cap: int) -> list:

@@ -30,7 +30,7 @@ MAX_SENTENCE_CHARS = 400
 Embed = Callable[[list[str]], np.ndarray]
 
 
-class _GraphIndex:
+class GraphIndex:
     """Entities by id and each entity's incident (neighbour, weight) pairs, built once per graph,
     so a community's centrality costs the degree of its members, not a scan of all relations."""
 
@@ -55,7 +55,7 @@ class _GraphIndex:
 
 def centrality(graph: Graph, entity_ids: list[str]) -> dict[str, float]:
     """Weighted degree of each member counting only relations inside the member set."""
-    return _GraphIndex(graph).centrality(entity_ids)
+    return GraphIndex(graph).centrality(entity_ids)
 
 
 def summary_sentences(text: str) -> list[str]:
@@ -160,10 +160,12 @@ def _pick(scored: list[tuple[tuple[int, float], str]], n: int, embed: Embed | No
 
 
 def summarise_communities(graph: Graph, communities: list[Community], passages: list[Passage],
-                          settings: CommunitySettings, embed: Embed | None = None) -> list[Community]:
-    """Communities with extractive titles and summaries (new objects; the input is not modified)."""
+                          settings: CommunitySettings, embed: Embed | None = None,
+                          index: GraphIndex | None = None) -> list[Community]:
+    """Communities with extractive titles and summaries (new objects; the input is not modified).
+    `index`: the graph's GraphIndex, when the caller has made it already."""
     by_pid = {p.passage_id: p for p in passages}
-    index = _GraphIndex(graph)
+    index = GraphIndex(graph) if index is None else index
     forms = FormIndex(graph.entities)
     split: dict[str, list[str]] = {}  # a passage is read by its communities at every level: split it once
 
@@ -196,11 +198,11 @@ def summarised_communities(graph: Graph, passages: list[Passage], settings: Comm
     return summarise_communities(graph, detect_communities(graph, settings), passages, settings)
 
 
-def summary_inputs(graph: Graph, communities: list[Community]) -> list[tuple]:
+def summary_inputs(graph: Graph, communities: list[Community], index: GraphIndex | None = None) -> list[tuple]:
     """Per community, everything its extractive title and summary are a function of: its members
     (names, aliases, mentions, passages), its passages and the weights inside it. A library
     re-summarises only the communities whose inputs changed (the others keep their summary)."""
-    index = _GraphIndex(graph)
+    index = GraphIndex(graph) if index is None else index
     out = []
     for c in communities:
         members = [index.entities[m] for m in c.entity_ids if m in index.entities]

@@ -35,3 +35,22 @@ def test_a_failing_build_restores_the_threshold():
     with pytest.raises(RuntimeError), fewer_collections():
         raise RuntimeError("interrupted")
     assert gc.get_threshold() == before
+
+
+def test_what_a_paused_stage_made_is_left_out_of_collections_until_the_last_build_ends():
+    """Inside a build, objects made with the collector paused go to the permanent generation
+    (the next collections do not walk them again); outside one they do not, and the last build's
+    end gives them back."""
+    from pagerag.memory import cyclic_gc_paused
+
+    assert gc.get_freeze_count() == 0
+    with cyclic_gc_paused():
+        made = [[i] for i in range(1000)]
+    assert gc.get_freeze_count() == 0  # no build running: nothing is frozen
+    with fewer_collections():
+        with cyclic_gc_paused():
+            made += [[i] for i in range(1000)]
+        assert gc.get_freeze_count() >= 2000
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+    del made
