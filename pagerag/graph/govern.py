@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from operator import attrgetter
 from typing import Any, Callable
 
 import numpy as np
@@ -318,7 +319,7 @@ def _repointed_relations(relations: list[Relation], new_id: dict[str, str], orde
     longest raw relation's count without repeats. Written for speed (a library's ~400k raw
     relations at 1,000 documents): the raw relation's lists are copied into a new record, not
     extended into an empty one."""
-    cap = max((len(r.evidence) for r in relations), default=1) or 1
+    cap = max(map(len, map(attrgetter("evidence"), relations)), default=1) or 1
     merged: dict[tuple[str, str, str, str], Relation] = {}
     find, get = new_id.get, merged.get
     for r in relations:

@@ -13,6 +13,7 @@ too, so one module knows what a title is.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -167,6 +168,9 @@ class ParsedName:
         return self.core.split()
 
 
+# Governance parses each of a library's ~50k names several times (its clusters' best names, the
+# name pairs): 0.3 s of an add at 1,000 documents. A ParsedName is frozen, so one can be shared.
+@functools.lru_cache(maxsize=1 << 17)
 def parse_name(name: str) -> ParsedName:
     """ "Mr. Scrooge's" -> (mr, "scrooge"); "the Pequod" -> (None, "pequod"); "SCROOGE" -> "scrooge"."""
     tokens = [t.strip(_TOKEN_EDGE) for t in strip_possessive(name).casefold().split()]
@@ -180,6 +184,7 @@ def parse_name(name: str) -> ParsedName:
     return ParsedName(title, " ".join(tokens))
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def display_form(name: str) -> str:
     """The form shown for a surface name: whitespace collapsed, possessive removed, case kept."""
     return " ".join(strip_possessive(name).split())
