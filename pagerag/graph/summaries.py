@@ -37,10 +37,19 @@ class GraphIndex:
     def __init__(self, graph: Graph):
         self.entities = {e.entity_id: e for e in graph.entities}
         self.incident: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        self.known: dict[str, tuple[list[str], dict[str, float]]] = {}  # community id -> (its members, centrality)
         for r in graph.relations:
             if r.source != r.target:
                 self.incident[r.source].append((r.target, r.weight))
                 self.incident[r.target].append((r.source, r.weight))
+
+    def community_centrality(self, community: Community) -> dict[str, float]:
+        """centrality() of the community's members, as member_centralities found it for the same
+        member list when it did (the content keys are computed first, for every community)."""
+        found = self.known.get(community.community_id)
+        if found is not None and found[0] is community.entity_ids:
+            return found[1]
+        return self.centrality(community.entity_ids)
 
     def centrality(self, entity_ids: list[str]) -> dict[str, float]:
         """Weighted degree of each member counting only relations inside the member set."""
@@ -176,7 +185,7 @@ def summarise_communities(graph: Graph, communities: list[Community], passages: 
 
     out = []
     for community in communities:
-        weights = index.centrality(community.entity_ids)
+        weights = index.community_centrality(community)
         ranked = index.ranked(community, weights)
         names = [e.name for e in ranked]
         title = ", ".join(names[:TITLE_ENTITIES]) or community.community_id
@@ -248,4 +257,6 @@ def member_centralities(graph: Graph, communities: list[Community], index: Graph
             continue
         for i in indices:  # members shared within the level
             out[i] = index.centrality(communities[i].entity_ids)
+    for c, centrality in zip(communities, out):
+        index.known[c.community_id] = (c.entity_ids, centrality)
     return out

@@ -30,3 +30,8 @@ def test_member_centralities_are_the_index_centralities():
     assert json.dumps(got) == json.dumps(expected)
     assert got[3] == {"e28": 0, "gone": 0} and isinstance(got[3]["e28"], int)
     assert summary_inputs(graph, communities) == summary_inputs(graph, communities, index)
+    # the summaries read the centralities the keys found, for the same member list only
+    for c in communities:
+        assert index.community_centrality(c) is index.known[c.community_id][1]
+    changed = Community("L0-0", 0, None, ids[:3])
+    assert index.community_centrality(changed) == GraphIndex(graph).centrality(ids[:3])
