@@ -44,7 +44,9 @@ def fewer_collections():
     700, while a build or an add runs (and back when the last one ends: a server runs them in
     threads). The graph stages make millions of small records that live to the end; each
     collection walked them again: an add of 50 documents into 912 took ~10% longer with
-    Python's threshold (docs/library.md, "the collector held back"), at the same peak RSS."""
+    Python's threshold (docs/library.md, "the collector held back"), at the same peak RSS. The
+    last build's end also gives the collector back what cyclic_gc_paused froze meanwhile
+    (gc.unfreeze: whatever else in the process had frozen objects too)."""
     with _COLLECTING_LOCK:
         if _COLLECTING["builds"] == 0:
             _COLLECTING["threshold"] = gc.get_threshold()
