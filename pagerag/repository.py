@@ -212,8 +212,7 @@ class Repository:
         if self.derived(kind):
             names = [e.name for e in self.graph(kind).entities]
         else:
-            columns = self.store.columns(f"entities_{kind}", ["name", "row"])
-            names = [n for _, n in sorted(zip(columns["row"], columns["name"]))]
+            names = self._names_in_row_order(f"entities_{kind}")
         known, vectors = self.name_vectors()
         row = {name: i for i, name in enumerate(known)}
         missing = next((n for n in names if n not in row), None)
@@ -228,9 +227,13 @@ class Repository:
     def name_vectors(self) -> tuple[list[str], np.ndarray]:
         """Every name in the names table and its vector, in table order (names of documents
         removed since stay: a name's vector depends on the name alone)."""
-        columns = self.store.columns(NAMES_TABLE, ["name", "row"])
-        names = [n for _, n in sorted(zip(columns["row"], columns["name"]))]
+        names = self._names_in_row_order(NAMES_TABLE)
         return names, self.store.vectors(NAMES_TABLE) if names else np.zeros((0, self.embedding_dim), np.float32)
+
+    def _names_in_row_order(self, table: str) -> list[str]:
+        """A table's `name` column in its rows' order (the store may return them in another)."""
+        columns = self.store.columns(table, ["name", "row"])
+        return [n for _, n in sorted(zip(columns["row"], columns["name"]))]
 
     def source_text(self, doc_id: str) -> str:
         if doc_id not in self._source_texts:

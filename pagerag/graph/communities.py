@@ -397,3 +397,35 @@ def _next_numbers(communities: list[Community]) -> dict[int, int]:
         if found and int(found.group(1)) == c.level:
             following[c.level] = max(following[c.level], int(found.group(2)) + 1)
     return following
+
+
+def inside_weights(communities: list[Community], row: dict[str, int], sources: np.ndarray, targets: np.ndarray,
+                   weights: np.ndarray) -> list[dict[str, tuple[float, int]] | None]:
+    """Per community, each member's summed weight of the edges to other members, and how many
+    edges those are; the edges are (sources[i], targets[i], weights[i]) in the rows of `row`.
+    One pass over the edges per level whose communities share no member, as Leiden's levels
+    are partitions; None for every community of a level that shares members (its caller counts
+    those one by one). Members not in `row` are left out. The query snapshot's member degrees
+    and the summaries' content keys both read it: community by community, in Python, they were
+    0.46 and 0.26 s of an add at 1,000 documents."""
+    by_level: dict[int, list[int]] = defaultdict(list)
+    for i, c in enumerate(communities):
+        by_level[c.level].append(i)
+    out: list[dict[str, tuple[float, int]] | None] = [None] * len(communities)
+    for indices in by_level.values():
+        owner = np.full(len(row), -1, np.int64)
+        for i in indices:
+            rows = [row[m] for m in dict.fromkeys(communities[i].entity_ids) if m in row]
+            if (owner[rows] >= 0).any():
+                break
+            owner[rows] = i
+        else:
+            inside = (owner[sources] == owner[targets]) & (owner[sources] >= 0)
+            total = np.zeros(len(row), np.float64)
+            count = np.zeros(len(row), np.int64)
+            for ends in (sources[inside], targets[inside]):
+                np.add.at(total, ends, weights[inside])
+                np.add.at(count, ends, 1)
+            for i in indices:
+                out[i] = {m: (float(total[row[m]]), int(count[row[m]])) for m in communities[i].entity_ids if m in row}
+    return out

@@ -408,16 +408,8 @@ def build_raw_graph(acc: _Accumulator, passages: list[Passage], settings: Extrac
         pids = sent.passage_ids
         span = [pids[0], sent.start, sent.end] if pids else None
         for a, source in enumerate(nodes):
-            for target in nodes[a + 1:]:  # one edge per pair, as _add_edge would make it, inline for speed
-                key = ("cooccurs", source, target, "co-occurs with")
-                rel = edges.get(key)
-                if rel is None:
-                    rel = edges[key] = Relation(relation_id("cooccurs", source, target), source, target, "co-occurs with",
-                                                "cooccurs", 0.0, [], [])
-                rel.weight += 1.0
-                rel.passage_ids += pids
-                if span is not None and len(rel.evidence) < cap:
-                    rel.evidence.append(span)
+            for target in nodes[a + 1:]:
+                _add_edge(edges, "cooccurs", source, target, "co-occurs with", pids, span, cap)
         for skey, label, okey in sent.triples:
             if skey in ids and okey in ids:
                 _add_edge(edges, "svo", ids[skey], ids[okey], label, pids, span, cap)

@@ -375,10 +375,7 @@ def make_format_2(repo: Path) -> None:
         store.write(f"entities_{kind}", [asdict(e) for e in graph.entities], vectors[kind])
         store.write(f"relations_{kind}", [asdict(r) for r in graph.relations])
     shutil.rmtree(repo / "tables" / "names.lance")
-    manifest = json.loads((repo / "manifest.json").read_text())
-    manifest["format_version"] = 2
-    manifest.pop("raw_graph")
-    (repo / "manifest.json").write_text(json.dumps(manifest))
+    set_format(repo, 2, "raw_graph")
 
 
 def make_format_1(repo: Path) -> None:
@@ -389,9 +386,14 @@ def make_format_1(repo: Path) -> None:
     make_format_2(repo)
     BM25Index.build([p.text for p in Repository.open(repo).passages]).save(repo / "bm25")
     shutil.rmtree(repo / "lexical")
+    set_format(repo, 1, "lexical")
+
+
+def set_format(repo: Path, version: int, dropped: str) -> None:
+    """The manifest of an older format: its version, without the entry that format lacked."""
     manifest = json.loads((repo / "manifest.json").read_text())
-    manifest["format_version"] = 1
-    manifest.pop("lexical")
+    manifest["format_version"] = version
+    manifest.pop(dropped)
     (repo / "manifest.json").write_text(json.dumps(manifest))
 
 
